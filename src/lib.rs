@@ -1,0 +1,19 @@
+//! kastle — a Kafka-protocol broker built the classic (ZooKeeper-mode) way.
+//!
+//! Module map (see `../shared/design/ARCHITECTURE.md` for the whole picture):
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`config`] | the broker config: Kafka's property names and 3.9 defaults, YAML / `server.properties` files, env and CLI overrides |
+//! | [`types`] | newtypes for ids, epochs and versions shared by every subsystem |
+//! | [`zk`] | Kafka's ZooKeeper layout: typed paths, JSON payload models, the store abstraction (real client and in-memory fake), session handling, schema validation |
+//! | [`log`] | what lives in a log dir: `meta.properties`, the clean-shutdown marker (the segment format arrives with the log issue) |
+//! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown |
+//!
+//! Logic that decides things is kept free of I/O; ZooKeeper, sockets and files stay at the edges.
+
+pub mod config;
+pub mod log;
+pub mod server;
+pub mod types;
+pub mod zk;

@@ -1,0 +1,414 @@
+//! The real ZooKeeper store: one [`zookeeper_client::Client`] at a time, replaced when its
+//! session expires.
+//!
+//! Session handling mirrors Kafka's `ZooKeeperClient`: when a session ends (expiry or auth
+//! failure) a monitor task connects a new session, retrying until it succeeds or the store is
+//! closed, then broadcasts [`SessionEvent::Established`]. Owners of ephemeral znodes (the
+//! broker registration, later the controller) listen for it and re-create theirs, as Kafka's
+//! `RegisterBrokerAndReelect` does; persistent watches made through [`ZkStore::watch`] are
+//! re-armed here and report [`WatchEvent::Rearmed`] so their owner re-reads what it watches.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, watch};
+use zookeeper_client as zkc;
+
+use super::connect::ConnectString;
+use super::store::{CreateMode, Op, OpResult, Stat, WatchEvent, WatchMode, WatchStream, ZkError, ZkStore};
+use crate::types::ZkVersion;
+
+/// Session lifecycle notifications.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEvent {
+    /// The session ended (`state` says how); its ephemerals are gone.
+    Ended { session_id: i64, state: String },
+    /// A new session is up; ephemeral owners must re-create their znodes.
+    Established { session_id: i64 },
+}
+
+#[derive(Debug)]
+struct Inner {
+    connect: ConnectString,
+    session_timeout: Duration,
+    connection_timeout: Duration,
+    /// `None` once closed; never held across an `.await`.
+    client: RwLock<Option<Arc<zkc::Client>>>,
+    /// Bumped on every new session; watch tasks wait on it to re-arm.
+    generation: watch::Sender<u64>,
+    events: broadcast::Sender<SessionEvent>,
+    closed: watch::Sender<bool>,
+}
+
+/// A ZooKeeper connection that survives session expiry. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ZkSession {
+    inner: Arc<Inner>,
+}
+
+impl ZkSession {
+    /// Connects (waiting at most `connection_timeout`), creates the chroot if it is missing, and
+    /// starts the session monitor.
+    pub async fn connect(
+        connect: &ConnectString,
+        session_timeout: Duration,
+        connection_timeout: Duration,
+    ) -> Result<ZkSession, ZkError> {
+        let client = connect_client(connect, session_timeout, connection_timeout).await?;
+        let (generation, _) = watch::channel(0);
+        let (events, _) = broadcast::channel(16);
+        let (closed, _) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            connect: connect.clone(),
+            session_timeout,
+            connection_timeout,
+            client: RwLock::new(Some(Arc::new(client))),
+            generation,
+            events,
+            closed,
+        });
+        tokio::spawn(monitor(inner.clone()));
+        Ok(ZkSession { inner })
+    }
+
+    /// Session lifecycle events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// The chroot every path is relative to.
+    pub fn connect_string(&self) -> &ConnectString {
+        &self.inner.connect
+    }
+
+    /// Closes the session: ZooKeeper deletes its ephemerals at once. Waits until the server
+    /// confirmed, at most the connection timeout.
+    pub async fn close(&self) {
+        self.inner.closed.send_replace(true);
+        let client = self.inner.client.write().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(client) = client {
+            let mut state = client.state_watcher();
+            drop(client);
+            let _ = tokio::time::timeout(self.inner.connection_timeout, async {
+                while !state.changed().await.is_terminated() {}
+            })
+            .await;
+        }
+    }
+
+    fn client(&self) -> Result<Arc<zkc::Client>, ZkError> {
+        self.inner
+            .client
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| ZkError::Unavailable {
+                reason: "the ZooKeeper session was closed".into(),
+            })
+    }
+}
+
+async fn connect_client(
+    connect: &ConnectString,
+    session_timeout: Duration,
+    connection_timeout: Duration,
+) -> Result<zkc::Client, ZkError> {
+    let connector = zkc::Client::connector()
+        .with_session_timeout(session_timeout)
+        .with_connection_timeout(connection_timeout);
+    let client = tokio::time::timeout(connection_timeout, connector.connect(&connect.servers))
+        .await
+        .map_err(|_| ZkError::Unavailable {
+            reason: format!(
+                "no ZooKeeper session with {} within {} ms",
+                connect.servers,
+                connection_timeout.as_millis()
+            ),
+        })?
+        .map_err(|e| ZkError::Unavailable {
+            reason: format!("connecting to {}: {e}", connect.servers),
+        })?;
+    let Some(chroot) = &connect.chroot else {
+        return Ok(client);
+    };
+    let options = zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
+    client.mkdir(chroot, &options).await.map_err(|e| map_err(chroot, e))?;
+    client.chroot(chroot.as_str()).map_err(|_| ZkError::Other {
+        path: chroot.clone(),
+        reason: "invalid chroot".into(),
+    })
+}
+
+/// Watches the current session; on its end, connects a new one and tells everyone.
+async fn monitor(inner: Arc<Inner>) {
+    let mut closed = inner.closed.subscribe();
+    loop {
+        let (mut state, session_id) = {
+            let guard = inner.client.read().unwrap_or_else(|p| p.into_inner());
+            match guard.as_ref() {
+                Some(c) => (c.state_watcher(), c.session_id().0),
+                None => return,
+            }
+        };
+        let ended = loop {
+            tokio::select! {
+                s = state.changed() => if s.is_terminated() { break s },
+                _ = closed.changed() => return,
+            }
+        };
+        if *closed.borrow() {
+            return;
+        }
+        tracing::warn!(session = format!("{session_id:#x}"), state = %ended, "ZooKeeper session ended; establishing a new session");
+        metrics::counter!("kafka_server_sessionexpirelistener_zookeeperexpires_total").increment(1);
+        let _ = inner.events.send(SessionEvent::Ended {
+            session_id,
+            state: ended.to_string(),
+        });
+        let mut backoff = Duration::from_millis(100);
+        let client = loop {
+            let attempt = tokio::select! {
+                r = connect_client(&inner.connect, inner.session_timeout, inner.connection_timeout) => r,
+                _ = closed.changed() => return,
+            };
+            match attempt {
+                Ok(c) => break c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not establish a new ZooKeeper session; retrying");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {},
+                        _ = closed.changed() => return,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+        };
+        let new_id = client.session_id().0;
+        {
+            let mut guard = inner.client.write().unwrap_or_else(|p| p.into_inner());
+            if guard.is_none() {
+                return;
+            }
+            *guard = Some(Arc::new(client));
+        }
+        tracing::info!(session = format!("{new_id:#x}"), "new ZooKeeper session established");
+        inner.generation.send_modify(|g| *g += 1);
+        let _ = inner.events.send(SessionEvent::Established { session_id: new_id });
+    }
+}
+
+fn map_err(path: &str, e: zkc::Error) -> ZkError {
+    let path = path.to_string();
+    match e {
+        zkc::Error::NoNode => ZkError::NoNode { path },
+        zkc::Error::NodeExists => ZkError::NodeExists { path },
+        zkc::Error::BadVersion => ZkError::BadVersion { path },
+        zkc::Error::NotEmpty => ZkError::NotEmpty { path },
+        zkc::Error::SessionExpired => ZkError::SessionExpired,
+        zkc::Error::ConnectionLoss | zkc::Error::Timeout | zkc::Error::ClientClosed | zkc::Error::NoHosts => {
+            ZkError::Unavailable { reason: e.to_string() }
+        }
+        other => ZkError::Other {
+            path,
+            reason: other.to_string(),
+        },
+    }
+}
+
+fn map_stat(s: &zkc::Stat) -> Stat {
+    Stat {
+        czxid: s.czxid,
+        mzxid: s.mzxid,
+        version: ZkVersion(s.version),
+        ephemeral_owner: s.ephemeral_owner,
+        num_children: s.num_children,
+        ctime: s.ctime,
+        mtime: s.mtime,
+    }
+}
+
+fn map_mode(mode: CreateMode) -> zkc::CreateMode {
+    match mode {
+        CreateMode::Persistent => zkc::CreateMode::Persistent,
+        CreateMode::PersistentSequential => zkc::CreateMode::PersistentSequential,
+        CreateMode::Ephemeral => zkc::CreateMode::Ephemeral,
+        CreateMode::EphemeralSequential => zkc::CreateMode::EphemeralSequential,
+    }
+}
+
+/// Creates through a given client; shared by the session and the chroot bootstrap.
+async fn create_with(
+    client: &zkc::Client,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+) -> Result<(String, Stat), ZkError> {
+    let options = map_mode(mode).with_acls(zkc::Acls::anyone_all());
+    let (stat, seq) = client
+        .create(path, data, &options)
+        .await
+        .map_err(|e| map_err(path, e))?;
+    let created = if mode.is_sequential() {
+        format!("{path}{seq}")
+    } else {
+        path.to_string()
+    };
+    Ok((created, map_stat(&stat)))
+}
+
+impl ZkStore for ZkSession {
+    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(String, Stat), ZkError> {
+        let client = self.client()?;
+        create_with(&client, path, data, mode).await
+    }
+
+    async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat), ZkError> {
+        let (data, stat) = self.client()?.get_data(path).await.map_err(|e| map_err(path, e))?;
+        Ok((data, map_stat(&stat)))
+    }
+
+    async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkError> {
+        let stat = self.client()?.check_stat(path).await.map_err(|e| map_err(path, e))?;
+        Ok(stat.as_ref().map(map_stat))
+    }
+
+    async fn set_data(&self, path: &str, data: &[u8], version: Option<ZkVersion>) -> Result<Stat, ZkError> {
+        let stat = self
+            .client()?
+            .set_data(path, data, version.map(|v| v.0))
+            .await
+            .map_err(|e| map_err(path, e))?;
+        Ok(map_stat(&stat))
+    }
+
+    async fn delete(&self, path: &str, version: Option<ZkVersion>) -> Result<(), ZkError> {
+        self.client()?
+            .delete(path, version.map(|v| v.0))
+            .await
+            .map_err(|e| map_err(path, e))
+    }
+
+    async fn children(&self, path: &str) -> Result<Vec<String>, ZkError> {
+        let mut children = self.client()?.list_children(path).await.map_err(|e| map_err(path, e))?;
+        children.sort();
+        Ok(children)
+    }
+
+    async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, ZkError> {
+        let client = self.client()?;
+        let mut writer = client.new_multi_writer();
+        for op in &ops {
+            let added = match op {
+                Op::Check { path, version } => writer.add_check_version(path, version.0),
+                Op::Create { path, data, mode } => {
+                    writer.add_create(path, data, &map_mode(*mode).with_acls(zkc::Acls::anyone_all()))
+                }
+                Op::SetData { path, data, version } => writer.add_set_data(path, data, version.map(|v| v.0)),
+                Op::Delete { path, version } => writer.add_delete(path, version.map(|v| v.0)),
+            };
+            added.map_err(|e| map_err(op.path(), e))?;
+        }
+        let results = writer.commit().await.map_err(|e| match e {
+            zkc::MultiWriteError::RequestFailed { source } => map_err("/", source),
+            zkc::MultiWriteError::OperationFailed { index, source } => {
+                let path = ops.get(index).map(|o| o.path().to_string()).unwrap_or_default();
+                ZkError::MultiFailed {
+                    index,
+                    source: Box::new(map_err(&path, source)),
+                    path,
+                }
+            }
+        })?;
+        results
+            .into_iter()
+            .map(|r| match r {
+                zkc::MultiWriteResult::Check => Ok(OpResult::Check),
+                zkc::MultiWriteResult::Create { path, .. } => Ok(OpResult::Create { path }),
+                zkc::MultiWriteResult::SetData { stat } => Ok(OpResult::SetData { stat: map_stat(&stat) }),
+                zkc::MultiWriteResult::Delete => Ok(OpResult::Delete),
+                // The enum is non-exhaustive; a result we never asked for is an error, not a panic.
+                other => Err(ZkError::Other {
+                    path: "/".into(),
+                    reason: format!("unexpected multi result {other:?}"),
+                }),
+            })
+            .collect()
+    }
+
+    async fn watch(&self, path: &str, mode: WatchMode) -> Result<WatchStream, ZkError> {
+        let zk_mode = match mode {
+            WatchMode::Persistent => zkc::AddWatchMode::Persistent,
+            WatchMode::PersistentRecursive => zkc::AddWatchMode::PersistentRecursive,
+        };
+        let first = self
+            .client()?
+            .watch(path, zk_mode)
+            .await
+            .map_err(|e| map_err(path, e))?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run_watch(self.inner.clone(), path.to_string(), zk_mode, first, tx));
+        Ok(rx)
+    }
+
+    fn session_id(&self) -> i64 {
+        self.client().map(|c| c.session_id().0).unwrap_or(0)
+    }
+}
+
+/// Forwards one persistent watch's events, re-arming it on every new session.
+async fn run_watch(
+    inner: Arc<Inner>,
+    path: String,
+    mode: zkc::AddWatchMode,
+    first: zkc::PersistentWatcher,
+    tx: mpsc::UnboundedSender<WatchEvent>,
+) {
+    let mut generation = inner.generation.subscribe();
+    let mut closed = inner.closed.subscribe();
+    let mut watcher = Some(first);
+    loop {
+        if let Some(mut w) = watcher.take() {
+            loop {
+                let event = tokio::select! {
+                    e = w.changed() => e,
+                    _ = closed.changed() => return,
+                    _ = tx.closed() => return,
+                };
+                let forwarded = match event.event_type {
+                    zkc::EventType::NodeCreated => WatchEvent::Created { path: event.path },
+                    zkc::EventType::NodeDeleted => WatchEvent::Deleted { path: event.path },
+                    zkc::EventType::NodeDataChanged => WatchEvent::DataChanged { path: event.path },
+                    zkc::EventType::NodeChildrenChanged => WatchEvent::ChildrenChanged { path: event.path },
+                    // Events during a reconnect can be lost (ZOOKEEPER-4698): ask for a re-read.
+                    zkc::EventType::Session if event.session_state == zkc::SessionState::SyncConnected => {
+                        WatchEvent::Rearmed
+                    }
+                    zkc::EventType::Session if event.session_state.is_terminated() => break,
+                    zkc::EventType::Session => continue,
+                };
+                if tx.send(forwarded).is_err() {
+                    return;
+                }
+            }
+        }
+        // The session ended: wait for the next one and watch again.
+        tokio::select! {
+            r = generation.changed() => if r.is_err() { return },
+            _ = closed.changed() => return,
+            _ = tx.closed() => return,
+        }
+        let client = inner.client.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(client) = client else { return };
+        match client.watch(&path, mode).await {
+            Ok(w) => {
+                watcher = Some(w);
+                if tx.send(WatchEvent::Rearmed).is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(path = %path, error = %e, "could not re-arm a ZooKeeper watch; will retry on the next session")
+            }
+        }
+    }
+}
