@@ -230,7 +230,7 @@ mod tests {
                 cluster_id: "c".into(),
             },
         );
-        assert_eq!(stored_broker_id(&[a.clone()]).expect("one"), Some(1));
+        assert_eq!(stored_broker_id(std::slice::from_ref(&a)).expect("one"), Some(1));
         assert!(stored_broker_id(&[a, b]).is_err());
         assert_eq!(stored_broker_id(&[]).expect("none"), None);
     }

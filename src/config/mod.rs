@@ -1,0 +1,225 @@
+//! The broker config: Kafka 3.9's ZK-mode property names, types and defaults, read from a YAML or
+//! Java `.properties` file, `KASTLE_CFG_*` environment variables and `--override key=value`
+//! arguments (in that increasing precedence over the built-in defaults), validated the way Kafka
+//! validates, and exposed as `KafkaConfig` with typed accessors and per-key sources.
+//!
+//! Reads no file other than the one config file it is given; never exits the process (the binary
+//! turns any `ConfigError` into exit code 2).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `defs.rs` | the table of known keys (type, default, validator, doc) and name lookups |
+//! | `value.rs` | `Value`, `Source`, typed parsing and validators |
+//! | `parse.rs` / `properties.rs` | the YAML and `.properties` readers |
+//! | `load.rs` | `ConfigSources`, precedence, unknown-key and type errors |
+//! | `validate.rs` | cross-key checks and building `KafkaConfig` |
+//! | `listeners.rs` | `EndPoint`, `SecurityProtocol`, listener parsing |
+//! | `error.rs` | `ConfigError` |
+
+mod defs;
+mod error;
+mod listeners;
+mod load;
+mod parse;
+mod properties;
+mod validate;
+mod value;
+
+#[cfg(test)]
+mod tests_sources;
+#[cfg(test)]
+mod tests_validation;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use defs::{all_keys, ConfigKey, ConfigType, Validator};
+pub use error::ConfigError;
+pub use listeners::{EndPoint, SecurityProtocol};
+pub use load::{load, ConfigSources, ENV_PREFIX};
+pub use value::{Source, Value};
+
+/// The validated broker config. Every known key has a value (its default at least); the typed
+/// accessors cover what the broker uses today, `get_*` the rest.
+#[derive(Debug, Clone)]
+pub struct KafkaConfig {
+    /// Every known key plus any `listener.name.*` keys given, with value and source.
+    entries: load::Entries,
+    broker_id: i32,
+    broker_id_generation_enable: bool,
+    reserved_broker_max_id: i32,
+    log_dirs: Vec<PathBuf>,
+    zookeeper_connect: String,
+    zookeeper_session_timeout: Duration,
+    zookeeper_connection_timeout: Duration,
+    listeners: Vec<EndPoint>,
+    advertised_listeners: Vec<EndPoint>,
+    protocol_map: BTreeMap<String, SecurityProtocol>,
+    inter_broker_listener_name: String,
+    broker_rack: Option<String>,
+    num_partitions: i32,
+    default_replication_factor: i16,
+    min_insync_replicas: i32,
+    inter_broker_protocol_version: String,
+    metrics_listener: Option<String>,
+}
+
+impl KafkaConfig {
+    /// Builds a config from `key=value` pairs applied as `--override`s over the defaults
+    /// (convenient in tests; `zookeeper.connect` is still required).
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Result<KafkaConfig, ConfigError> {
+        load::load_pairs(pairs)
+    }
+
+    /// The effective value of `key` (`Value::Null` for unset nullable keys); `None` if the key
+    /// is unknown.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.entries.get(key).map(|e| &e.value)
+    }
+
+    /// Where the effective value of `key` came from; `None` if the key is unknown.
+    pub fn source(&self, key: &str) -> Option<&Source> {
+        self.entries.get(key).map(|e| &e.source)
+    }
+
+    /// One line per key, sorted by name: `broker.id = 1    (file config/broker-1.yaml)`.
+    /// Passwords read `[hidden]`, nulls `null`. Meant for the start-up log, like Kafka's
+    /// "KafkaConfig values:".
+    pub fn render_effective(&self) -> String {
+        let mut out = String::new();
+        for (key, entry) in &self.entries {
+            // Writing to a String cannot fail.
+            let _ = writeln!(out, "{key} = {}    ({})", entry.value, entry.source);
+        }
+        out
+    }
+
+    /// `Int` or `Short` value of `key`.
+    pub fn get_i32(&self, key: &str) -> Option<i32> {
+        match self.get(key)? {
+            Value::Int(v) => Some(*v),
+            Value::Short(v) => Some(i32::from(*v)),
+            _ => None,
+        }
+    }
+
+    /// `Long`, `Int` or `Short` value of `key`.
+    pub fn get_i64(&self, key: &str) -> Option<i64> {
+        match self.get(key)? {
+            Value::Long(v) => Some(*v),
+            Value::Int(v) => Some(i64::from(*v)),
+            Value::Short(v) => Some(i64::from(*v)),
+            _ => None,
+        }
+    }
+
+    pub fn get_f64(&self, key: &str) -> Option<f64> {
+        match self.get(key)? {
+            Value::Double(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    pub fn get_bool(&self, key: &str) -> Option<bool> {
+        match self.get(key)? {
+            Value::Bool(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// `String`/`Class` value of `key` (not passwords; use `get` for those).
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        match self.get(key)? {
+            Value::Str(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn get_list(&self, key: &str) -> Option<&[String]> {
+        match self.get(key)? {
+            Value::List(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// `broker.id`; -1 means "generate one from ZooKeeper".
+    pub fn broker_id(&self) -> i32 {
+        self.broker_id
+    }
+
+    pub fn broker_id_generation_enable(&self) -> bool {
+        self.broker_id_generation_enable
+    }
+
+    pub fn reserved_broker_max_id(&self) -> i32 {
+        self.reserved_broker_max_id
+    }
+
+    /// `log.dirs` if set, else `log.dir`; never empty.
+    pub fn log_dirs(&self) -> Vec<PathBuf> {
+        self.log_dirs.clone()
+    }
+
+    /// `zookeeper.connect`, including any `/chroot` suffix.
+    pub fn zookeeper_connect(&self) -> &str {
+        &self.zookeeper_connect
+    }
+
+    pub fn zookeeper_session_timeout(&self) -> Duration {
+        self.zookeeper_session_timeout
+    }
+
+    /// `zookeeper.connection.timeout.ms`, or the session timeout when unset.
+    pub fn zookeeper_connection_timeout(&self) -> Duration {
+        self.zookeeper_connection_timeout
+    }
+
+    /// Endpoints to bind (port 0 = any free port).
+    pub fn listeners(&self) -> &[EndPoint] {
+        &self.listeners
+    }
+
+    /// Endpoints to publish in `/brokers/ids/<id>`; `listeners` when unset. An empty host means
+    /// "this machine's canonical host name" (Kafka's behaviour), a port of 0 the bound port.
+    pub fn advertised_listeners(&self) -> &[EndPoint] {
+        &self.advertised_listeners
+    }
+
+    /// Listener name (upper case) → security protocol.
+    pub fn listener_security_protocol_map(&self) -> &BTreeMap<String, SecurityProtocol> {
+        &self.protocol_map
+    }
+
+    /// `inter.broker.listener.name`, else the listener named after
+    /// `security.inter.broker.protocol` (Kafka's rule); always one of the advertised listeners.
+    pub fn inter_broker_listener_name(&self) -> &str {
+        &self.inter_broker_listener_name
+    }
+
+    pub fn broker_rack(&self) -> Option<&str> {
+        self.broker_rack.as_deref()
+    }
+
+    pub fn num_partitions(&self) -> i32 {
+        self.num_partitions
+    }
+
+    pub fn default_replication_factor(&self) -> i16 {
+        self.default_replication_factor
+    }
+
+    pub fn min_insync_replicas(&self) -> i32 {
+        self.min_insync_replicas
+    }
+
+    pub fn inter_broker_protocol_version(&self) -> &str {
+        &self.inter_broker_protocol_version
+    }
+
+    /// kastle's `metrics.listener` (`host:port` of the Prometheus endpoint), if enabled.
+    pub fn metrics_listener(&self) -> Option<&str> {
+        self.metrics_listener.as_deref()
+    }
+}

@@ -1,0 +1,371 @@
+//! Cross-key checks and the typed view: turns the merged key → (value, source) map into a
+//! `KafkaConfig`, enforcing what Kafka 3.9's `KafkaConfig.validateValues` enforces in ZK mode —
+//! required `zookeeper.connect`, broker id range, at least one log dir, listener names mapped to
+//! protocols, advertised ⊆ listeners, no advertised 0.0.0.0, one inter-broker listener setting,
+//! inter-broker and control-plane listeners advertised, replica fetch timing, offset commit acks.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::config::error::ConfigError;
+use crate::config::listeners::{parse_listeners, parse_protocol_map, EndPoint, ListenerProblem};
+use crate::config::load::Entries;
+use crate::config::value::{split_list, Source, Value};
+use crate::config::{KafkaConfig, SecurityProtocol};
+
+/// Read access to the merged entries with errors that name the key.
+struct View<'a>(&'a Entries);
+
+impl View<'_> {
+    fn value(&self, key: &str) -> &Value {
+        self.0.get(key).map_or(&Value::Null, |e| &e.value)
+    }
+
+    fn origin(&self, key: &str) -> Source {
+        self.0.get(key).map_or(Source::Default, |e| e.source.clone())
+    }
+
+    fn explicit(&self, key: &str) -> bool {
+        self.origin(key) != Source::Default
+    }
+
+    fn missing(key: &str) -> ConfigError {
+        ConfigError::Missing { key: key.to_string() }
+    }
+
+    fn int(&self, key: &str) -> Result<i32, ConfigError> {
+        self.opt_int(key).ok_or_else(|| Self::missing(key))
+    }
+
+    fn opt_int(&self, key: &str) -> Option<i32> {
+        match self.value(key) {
+            Value::Int(v) => Some(*v),
+            Value::Short(v) => Some(i32::from(*v)),
+            _ => None,
+        }
+    }
+
+    fn long(&self, key: &str) -> Result<i64, ConfigError> {
+        match self.value(key) {
+            Value::Long(v) => Ok(*v),
+            Value::Int(v) => Ok(i64::from(*v)),
+            _ => Err(Self::missing(key)),
+        }
+    }
+
+    fn bool(&self, key: &str) -> Result<bool, ConfigError> {
+        match self.value(key) {
+            Value::Bool(v) => Ok(*v),
+            _ => Err(Self::missing(key)),
+        }
+    }
+
+    fn opt_str(&self, key: &str) -> Option<&str> {
+        match self.value(key) {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn str(&self, key: &str) -> Result<&str, ConfigError> {
+        self.opt_str(key).ok_or_else(|| Self::missing(key))
+    }
+
+    fn opt_list(&self, key: &str) -> Option<&[String]> {
+        match self.value(key) {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    fn invalid(&self, key: &str, expected: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidValue {
+            key: key.to_string(),
+            value: self.value(key).to_string(),
+            expected: expected.into(),
+            origin: self.origin(key),
+        }
+    }
+
+    fn conflict(&self, key: &'static str, other: &'static str, detail: impl Into<String>) -> ConfigError {
+        ConfigError::Conflict {
+            key,
+            key_origin: self.origin(key),
+            other,
+            other_origin: self.origin(other),
+            detail: detail.into(),
+        }
+    }
+}
+
+const MAP_KEY: &str = "listener.security.protocol.map";
+const IBL_KEY: &str = "inter.broker.listener.name";
+const IBP_KEY: &str = "security.inter.broker.protocol";
+const CPL_KEY: &str = "control.plane.listener.name";
+
+/// Checks the merged entries and builds the typed config.
+pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
+    let v = View(&entries);
+    let zookeeper_connect = v.str("zookeeper.connect")?.to_string();
+
+    let broker_id = v.int("broker.id")?;
+    let broker_id_generation_enable = v.bool("broker.id.generation.enable")?;
+    let reserved_broker_max_id = v.int("reserved.broker.max.id")?;
+    check_broker_id(&v, broker_id, broker_id_generation_enable, reserved_broker_max_id)?;
+
+    let log_dirs = log_dirs(&v)?;
+    let session_ms = v.int("zookeeper.session.timeout.ms")?;
+    let connection_ms = v.opt_int("zookeeper.connection.timeout.ms").unwrap_or(session_ms);
+
+    let protocol_map =
+        parse_protocol_map(v.opt_list(MAP_KEY).unwrap_or(&[])).map_err(|expected| v.invalid(MAP_KEY, expected))?;
+    let listeners = endpoints(&v, "listeners", &protocol_map, true)?;
+    let advertised_key = if v.opt_list("advertised.listeners").is_some() {
+        "advertised.listeners"
+    } else {
+        "listeners"
+    };
+    let advertised_listeners = endpoints(&v, advertised_key, &protocol_map, false)?;
+    check_advertised(&v, advertised_key, &listeners, &advertised_listeners)?;
+    let inter_broker_listener_name = inter_broker_listener(&v, advertised_key, &protocol_map, &advertised_listeners)?;
+    check_control_plane(&v, &listeners, &advertised_listeners, &inter_broker_listener_name)?;
+    check_replica_timing(&v)?;
+    check_commit_acks(&v)?;
+
+    let replication = v.int("default.replication.factor")?;
+    let default_replication_factor =
+        i16::try_from(replication).map_err(|_| v.invalid("default.replication.factor", "a value in [1, 32767]"))?;
+
+    Ok(KafkaConfig {
+        broker_id,
+        broker_id_generation_enable,
+        reserved_broker_max_id,
+        log_dirs,
+        zookeeper_connect,
+        zookeeper_session_timeout: millis(session_ms),
+        zookeeper_connection_timeout: millis(connection_ms),
+        listeners,
+        advertised_listeners,
+        protocol_map,
+        inter_broker_listener_name,
+        broker_rack: v.opt_str("broker.rack").map(str::to_string),
+        num_partitions: v.int("num.partitions")?,
+        default_replication_factor,
+        min_insync_replicas: v.int("min.insync.replicas")?,
+        inter_broker_protocol_version: v.str("inter.broker.protocol.version")?.to_string(),
+        metrics_listener: v.opt_str("metrics.listener").map(str::to_string),
+        entries,
+    })
+}
+
+fn millis(ms: i32) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// Kafka (ZK mode): with id generation on, -1 ≤ id ≤ reserved.broker.max.id; off, id ≥ 0.
+fn check_broker_id(v: &View, id: i32, generation: bool, reserved: i32) -> Result<(), ConfigError> {
+    if generation && id > reserved {
+        return Err(v.invalid(
+            "broker.id",
+            format!(
+                "a value in [-1, {reserved}] (ids above reserved.broker.max.id are left for \
+                 generated ids; raise reserved.broker.max.id or use -1)"
+            ),
+        ));
+    }
+    if !generation && id < 0 {
+        return Err(v.invalid(
+            "broker.id",
+            "a value >= 0 (broker.id.generation.enable is false, so -1 cannot be generated)",
+        ));
+    }
+    Ok(())
+}
+
+/// `log.dirs` if set, else `log.dir`, each split on commas (Kafka's `parseCsvList`).
+fn log_dirs(v: &View) -> Result<Vec<PathBuf>, ConfigError> {
+    let (key, dirs) = match v.opt_list("log.dirs") {
+        Some(list) => ("log.dirs", list.to_vec()),
+        None => ("log.dir", split_list(v.opt_str("log.dir").unwrap_or("").trim())),
+    };
+    let dirs: Vec<PathBuf> = dirs.into_iter().filter(|d| !d.is_empty()).map(PathBuf::from).collect();
+    if dirs.is_empty() {
+        return Err(v.invalid(key, "at least one log directory (set log.dirs or log.dir)"));
+    }
+    Ok(dirs)
+}
+
+fn endpoints(
+    v: &View,
+    key: &'static str,
+    map: &BTreeMap<String, SecurityProtocol>,
+    distinct_ports: bool,
+) -> Result<Vec<EndPoint>, ConfigError> {
+    let items = v.opt_list(key).unwrap_or(&[]);
+    parse_listeners(items, map, distinct_ports).map_err(|problem| match problem {
+        ListenerProblem::Malformed(expected) => v.invalid(key, expected),
+        ListenerProblem::Unmapped(name) => v.conflict(
+            key,
+            MAP_KEY,
+            format!(
+                "listener \"{name}\" has no security protocol in {MAP_KEY} \"{}\"; add \
+                 \"{name}:<PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL>\" to it",
+                v.value(MAP_KEY)
+            ),
+        ),
+    })
+}
+
+fn names(eps: &[EndPoint]) -> String {
+    eps.iter()
+        .map(|e| e.listener_name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn check_advertised(
+    v: &View,
+    advertised_key: &'static str,
+    listeners: &[EndPoint],
+    advertised: &[EndPoint],
+) -> Result<(), ConfigError> {
+    if advertised.iter().any(|e| e.host == "0.0.0.0") {
+        let why = if advertised_key == "listeners" {
+            "a routable host: advertised.listeners is unset, so listeners are advertised as-is \
+             and cannot use the non-routable meta-address 0.0.0.0; set advertised.listeners"
+        } else {
+            "a routable host, not the non-routable meta-address 0.0.0.0"
+        };
+        return Err(v.invalid(advertised_key, why));
+    }
+    if let Some(stray) = advertised
+        .iter()
+        .find(|a| !listeners.iter().any(|l| l.listener_name == a.listener_name))
+    {
+        return Err(v.conflict(
+            "advertised.listeners",
+            "listeners",
+            format!(
+                "advertised listener \"{}\" is not one of the listeners ({}); advertised names \
+                 must be a subset of listener names",
+                stray.listener_name,
+                names(listeners)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Kafka's `getInterBrokerListenerNameAndSecurityProtocol`: `inter.broker.listener.name`, else
+/// the listener *named* after `security.inter.broker.protocol`. Either way it must be advertised.
+fn inter_broker_listener(
+    v: &View,
+    advertised_key: &'static str,
+    map: &BTreeMap<String, SecurityProtocol>,
+    advertised: &[EndPoint],
+) -> Result<String, ConfigError> {
+    let named = v.opt_str(IBL_KEY).filter(|_| v.explicit(IBL_KEY));
+    if named.is_some() && v.explicit(IBP_KEY) {
+        return Err(v.conflict(
+            IBL_KEY,
+            IBP_KEY,
+            "only one of them may be set; keep inter.broker.listener.name (it names the \
+             listener) and remove security.inter.broker.protocol",
+        ));
+    }
+    let (key, name) = match named {
+        Some(n) => {
+            let name = n.trim().to_ascii_uppercase();
+            if !map.contains_key(&name) {
+                return Err(v.conflict(
+                    IBL_KEY,
+                    MAP_KEY,
+                    format!("listener \"{name}\" is not in {MAP_KEY} \"{}\"", v.value(MAP_KEY)),
+                ));
+            }
+            (IBL_KEY, name)
+        }
+        None => (IBP_KEY, v.str(IBP_KEY)?.to_string()),
+    };
+    if !advertised.iter().any(|e| e.listener_name == name) {
+        let (origin, hint) = if key == IBP_KEY {
+            (
+                " (named after security.inter.broker.protocol)",
+                "; set inter.broker.listener.name to one of them",
+            )
+        } else {
+            ("", "")
+        };
+        return Err(v.conflict(
+            key,
+            advertised_key,
+            format!(
+                "inter-broker listener \"{name}\"{origin} is not among the advertised \
+                 listeners ({}){hint}",
+                names(advertised)
+            ),
+        ));
+    }
+    Ok(name)
+}
+
+fn check_control_plane(
+    v: &View,
+    listeners: &[EndPoint],
+    advertised: &[EndPoint],
+    inter_broker: &str,
+) -> Result<(), ConfigError> {
+    let Some(name) = v.opt_str(CPL_KEY).map(|n| n.trim().to_ascii_uppercase()) else {
+        return Ok(());
+    };
+    let listed = |eps: &[EndPoint]| eps.iter().any(|e| e.listener_name == name);
+    if !listed(listeners) {
+        let detail = format!("\"{name}\" is not one of the listeners ({})", names(listeners));
+        return Err(v.conflict(CPL_KEY, "listeners", detail));
+    }
+    if !listed(advertised) {
+        let detail = format!("\"{name}\" is not advertised ({})", names(advertised));
+        return Err(v.conflict(CPL_KEY, "advertised.listeners", detail));
+    }
+    if name == inter_broker {
+        let other = if v.explicit(IBL_KEY) { IBL_KEY } else { IBP_KEY };
+        let detail = "the control-plane listener must differ from the inter-broker listener";
+        return Err(v.conflict(CPL_KEY, other, detail));
+    }
+    Ok(())
+}
+
+fn check_replica_timing(v: &View) -> Result<(), ConfigError> {
+    let wait = i64::from(v.int("replica.fetch.wait.max.ms")?);
+    if wait > i64::from(v.int("replica.socket.timeout.ms")?) {
+        return Err(v.conflict(
+            "replica.fetch.wait.max.ms",
+            "replica.socket.timeout.ms",
+            "replica.socket.timeout.ms must be at least replica.fetch.wait.max.ms, or follower \
+             fetches time out while the leader is still waiting for data",
+        ));
+    }
+    if wait > v.long("replica.lag.time.max.ms")? {
+        return Err(v.conflict(
+            "replica.fetch.wait.max.ms",
+            "replica.lag.time.max.ms",
+            "replica.fetch.wait.max.ms must be at most replica.lag.time.max.ms, or followers of \
+             quiet partitions keep dropping out of the ISR",
+        ));
+    }
+    Ok(())
+}
+
+fn check_commit_acks(v: &View) -> Result<(), ConfigError> {
+    let acks = v.int("offsets.commit.required.acks")?;
+    let rf = v.int("offsets.topic.replication.factor")?;
+    if acks < -1 || acks > rf {
+        return Err(v.conflict(
+            "offsets.commit.required.acks",
+            "offsets.topic.replication.factor",
+            format!("offsets.commit.required.acks must be in [-1, {rf}]"),
+        ));
+    }
+    Ok(())
+}

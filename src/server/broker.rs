@@ -1,0 +1,224 @@
+//! One broker process's life: start-up in Kafka's order (ZooKeeper session → persistent paths →
+//! cluster id → log-dir identity → listeners → registration), then waiting for a stop, then a
+//! clean shutdown (deregister, `.kafka_cleanshutdown` in every live log dir, close the session).
+
+use std::path::PathBuf;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use super::listeners::{self, BindError};
+use super::log_dirs;
+use super::registration::Registrar;
+use crate::config::KafkaConfig;
+use crate::log::clean_shutdown;
+use crate::log::meta_properties::MetaPropertiesError;
+use crate::types::{BrokerEpoch, BrokerId};
+use crate::zk::connect::{ConnectString, ConnectStringError};
+use crate::zk::kafka_zk_client::{KafkaZkClient, KafkaZkError};
+use crate::zk::models::AdvertisedEndpoint;
+use crate::zk::session::ZkSession;
+
+/// Why a broker could not start, or had to stop.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error(transparent)]
+    ConnectString(#[from] ConnectStringError),
+    #[error("ZooKeeper: {0}")]
+    Zk(#[from] KafkaZkError),
+    #[error(transparent)]
+    LogDirIdentity(#[from] MetaPropertiesError),
+    #[error("no usable log dir: {}", describe_offline(.offline))]
+    NoLiveLogDirs { offline: Vec<(PathBuf, String)> },
+    #[error("broker.id is not set and broker.id.generation.enable=false: set broker.id")]
+    BrokerIdUnset,
+    #[error(transparent)]
+    Bind(#[from] BindError),
+}
+
+fn describe_offline(offline: &[(PathBuf, String)]) -> String {
+    offline
+        .iter()
+        .map(|(d, why)| format!("{} ({why})", d.display()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Starts brokers.
+#[derive(Debug)]
+pub struct Broker;
+
+impl Broker {
+    /// Runs start-up; returns once the broker is registered in ZooKeeper.
+    pub async fn start(config: &KafkaConfig) -> Result<BrokerHandle, BrokerError> {
+        let connect = ConnectString::parse(config.zookeeper_connect())?;
+        tracing::info!(zookeeper = %connect, "connecting to ZooKeeper");
+        let session = ZkSession::connect(
+            &connect,
+            config.zookeeper_session_timeout(),
+            config.zookeeper_connection_timeout(),
+        )
+        .await
+        .map_err(KafkaZkError::from)?;
+        match start_registered(config, session.clone()).await {
+            Ok(handle) => Ok(handle),
+            Err(e) => {
+                session.close().await;
+                Err(e)
+            }
+        }
+    }
+}
+
+async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<BrokerHandle, BrokerError> {
+    let zk = KafkaZkClient::new(session.clone());
+    zk.ensure_persistent_paths().await?;
+    let cluster_id = zk.get_or_create_cluster_id(new_cluster_id).await?;
+    tracing::info!(cluster_id = %cluster_id, "cluster id");
+
+    let mut dirs = log_dirs::scan(&config.log_dirs())?;
+    let id = resolve_broker_id(config, &dirs, &zk).await?;
+    dirs.settle_identity(&cluster_id, id.0)?;
+    if dirs.live.is_empty() {
+        return Err(BrokerError::NoLiveLogDirs { offline: dirs.offline });
+    }
+    for dir in &dirs.live {
+        match clean_shutdown::take(dir) {
+            Ok(Some(_)) => tracing::info!(dir = %dir.display(), "log dir was shut down cleanly"),
+            Ok(None) => {
+                tracing::info!(dir = %dir.display(), "no clean-shutdown marker: logs in this dir need recovery")
+            }
+            Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot read the clean-shutdown marker"),
+        }
+    }
+
+    let bound = listeners::bind(config.listeners()).await?;
+    let endpoints = listeners::advertised(config.advertised_listeners(), &bound);
+
+    let mut registrar = Registrar::new(
+        zk.clone(),
+        id,
+        endpoints.clone(),
+        config.broker_rack().map(str::to_string),
+    );
+    let events = session.subscribe();
+    registrar.register().await?;
+    let epoch = registrar.epoch();
+
+    let (stop, stop_rx) = watch::channel(false);
+    let (fatal_tx, fatal) = mpsc::channel(1);
+    let mut tasks = Vec::new();
+    for listener in bound {
+        tasks.push(tokio::spawn(listeners::accept_until_stopped(listener, stop_rx.clone())));
+    }
+    let registration_stop = stop_rx.clone();
+    tasks.push(tokio::spawn(async move {
+        if let Err(e) = registrar.run(events, registration_stop).await {
+            let _ = fatal_tx.send(BrokerError::Zk(e)).await;
+        }
+    }));
+    tracing::info!("[KafkaServer id={id}] started");
+    Ok(BrokerHandle {
+        id,
+        cluster_id,
+        endpoints,
+        epoch,
+        stop,
+        fatal,
+        tasks,
+        zk,
+        live_dirs: dirs.live,
+    })
+}
+
+/// Kafka's rule for the broker id: configured, else stored in `meta.properties`, else
+/// generated from `/brokers/seqid`.
+async fn resolve_broker_id(
+    config: &KafkaConfig,
+    dirs: &log_dirs::LogDirs,
+    zk: &KafkaZkClient<ZkSession>,
+) -> Result<BrokerId, BrokerError> {
+    let stored = dirs.stored_broker_id()?;
+    let configured = config.broker_id();
+    if configured >= 0 {
+        return Ok(BrokerId(configured));
+    }
+    if let Some(id) = stored {
+        return Ok(BrokerId(id));
+    }
+    if !config.broker_id_generation_enable() {
+        return Err(BrokerError::BrokerIdUnset);
+    }
+    Ok(zk.generate_broker_id(config.reserved_broker_max_id()).await?)
+}
+
+/// A Kafka cluster id: a random UUID in URL-safe base64 without padding (22 characters).
+fn new_cluster_id() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(uuid::Uuid::new_v4().as_bytes())
+}
+
+/// A running broker.
+#[derive(Debug)]
+pub struct BrokerHandle {
+    id: BrokerId,
+    cluster_id: String,
+    endpoints: Vec<AdvertisedEndpoint>,
+    epoch: watch::Receiver<BrokerEpoch>,
+    stop: watch::Sender<bool>,
+    fatal: mpsc::Receiver<BrokerError>,
+    tasks: Vec<JoinHandle<()>>,
+    zk: KafkaZkClient<ZkSession>,
+    live_dirs: Vec<PathBuf>,
+}
+
+impl BrokerHandle {
+    pub fn id(&self) -> BrokerId {
+        self.id
+    }
+
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
+    /// The endpoints registered in ZooKeeper (bound ports filled in).
+    pub fn advertised_endpoints(&self) -> &[AdvertisedEndpoint] {
+        &self.endpoints
+    }
+
+    /// The current broker epoch (czxid of the registration).
+    pub fn broker_epoch(&self) -> BrokerEpoch {
+        *self.epoch.borrow()
+    }
+
+    /// Resolves when the broker has to stop on its own (its id was taken while its session was
+    /// gone). Pending forever otherwise.
+    pub async fn fatal_error(&mut self) -> BrokerError {
+        match self.fatal.recv().await {
+            Some(e) => e,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Clean shutdown: deregister, mark every live log dir cleanly shut down, close the session.
+    pub async fn shutdown(self) -> Result<(), BrokerError> {
+        tracing::info!(broker = %self.id, "shutting down");
+        self.stop.send_replace(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        let epoch = *self.epoch.borrow();
+        let deregistered = self.zk.deregister_broker(self.id, epoch).await;
+        if let Err(e) = &deregistered {
+            tracing::warn!(error = %e, "could not delete the registration; it goes when the session closes");
+        }
+        for dir in &self.live_dirs {
+            if let Err(e) = clean_shutdown::write(dir, epoch.0) {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot write the clean-shutdown marker");
+            }
+        }
+        self.zk.store().close().await;
+        tracing::info!("[KafkaServer id={}] shut down completed", self.id);
+        Ok(())
+    }
+}

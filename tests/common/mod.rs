@@ -1,0 +1,56 @@
+//! Test harness shared by the integration tests: a real ZooKeeper (Debian's `zookeeper`
+//! package) per test binary on a free port, one chroot per test, brokers in-process or as
+//! child processes of the built `kastle` binary, and `wait_until` instead of sleeps.
+//!
+//! Clean-up: brokers and temp dirs are removed on drop (also while a test panics). ZooKeeper
+//! lives as long as the test binary: it runs under a small shell that holds a pipe from this
+//! process and kills ZooKeeper and removes its data dir when the pipe closes, which happens
+//! however the test binary ends (even kill -9).
+
+#![allow(dead_code, unused_imports)]
+
+pub mod process;
+pub mod zookeeper;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+pub use process::{BrokerProcess, BrokerSpec};
+pub use zookeeper::{zookeeper, ZooKeeperServer};
+
+/// Polls `condition` until it holds or `deadline` passes; panics naming `what` on timeout.
+pub async fn wait_until<F, Fut>(deadline: Duration, what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = Instant::now();
+    loop {
+        if condition().await {
+            return;
+        }
+        if start.elapsed() > deadline {
+            panic!("timed out after {deadline:?} waiting for: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A fresh chroot name for one test.
+pub fn unique_chroot(test: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("/{test}-{}-{n}", std::process::id())
+}
+
+/// Runs the real `zkCli.sh` one-shot command and returns its stdout.
+pub fn zkcli(server: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new("/usr/share/zookeeper/bin/zkCli.sh")
+        .arg("-server")
+        .arg(server)
+        .args(args)
+        .output()
+        .expect("run zkCli.sh (is Debian's zookeeper package installed?)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

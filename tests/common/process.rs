@@ -1,0 +1,165 @@
+//! Brokers as child processes of the built `kastle` binary, for tests where a crash, kill -9,
+//! SIGSTOP or the exit code is the point.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// What to put in a broker's YAML config.
+#[derive(Debug, Clone)]
+pub struct BrokerSpec {
+    pub id: i32,
+    pub connect: String,
+    pub session_timeout_ms: u64,
+    /// Extra `key: value` lines.
+    pub extra: Vec<(String, String)>,
+}
+
+impl BrokerSpec {
+    pub fn new(id: i32, connect: &str) -> Self {
+        BrokerSpec {
+            id,
+            connect: connect.to_string(),
+            session_timeout_ms: 6000,
+            extra: Vec::new(),
+        }
+    }
+
+    pub fn session_timeout_ms(mut self, ms: u64) -> Self {
+        self.session_timeout_ms = ms;
+        self
+    }
+
+    pub fn with(mut self, key: &str, value: &str) -> Self {
+        self.extra.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// The YAML text, with `log.dirs` pointing into `dir`.
+    pub fn yaml(&self, log_dir: &Path) -> String {
+        let mut y = format!(
+            "broker.id: {}\nzookeeper.connect: \"{}\"\nzookeeper.session.timeout.ms: {}\n\
+             log.dirs: \"{}\"\nlisteners: \"PLAINTEXT://127.0.0.1:0\"\n",
+            self.id,
+            self.connect,
+            self.session_timeout_ms,
+            log_dir.display()
+        );
+        for (k, v) in &self.extra {
+            y.push_str(&format!("{k}: \"{v}\"\n"));
+        }
+        y
+    }
+
+    /// In-process config pairs (same settings as the YAML).
+    pub fn pairs(&self, log_dir: &Path) -> Vec<(String, String)> {
+        let mut p = vec![
+            ("broker.id".to_string(), self.id.to_string()),
+            ("zookeeper.connect".to_string(), self.connect.clone()),
+            (
+                "zookeeper.session.timeout.ms".to_string(),
+                self.session_timeout_ms.to_string(),
+            ),
+            ("log.dirs".to_string(), log_dir.display().to_string()),
+            ("listeners".to_string(), "PLAINTEXT://127.0.0.1:0".to_string()),
+        ];
+        p.extend(self.extra.iter().cloned());
+        p
+    }
+}
+
+/// A `kastle broker` child process; killed (SIGKILL) and reaped on drop.
+#[derive(Debug)]
+pub struct BrokerProcess {
+    child: Child,
+    pub dir: tempfile::TempDir,
+    pub log_dir: PathBuf,
+    exit: Option<ExitStatus>,
+}
+
+impl BrokerProcess {
+    /// Starts a broker with its own temp dir (config, log dir, captured stderr).
+    pub fn start(spec: &BrokerSpec) -> BrokerProcess {
+        let dir = tempfile::Builder::new()
+            .prefix("kastle-broker-")
+            .tempdir()
+            .expect("tempdir");
+        let log_dir = dir.path().join("logs");
+        Self::start_in(spec, dir, log_dir)
+    }
+
+    /// Starts a broker whose log dir is `log_dir` (prepared by the test).
+    pub fn start_in(spec: &BrokerSpec, dir: tempfile::TempDir, log_dir: PathBuf) -> BrokerProcess {
+        let config = dir.path().join("broker.yaml");
+        std::fs::write(&config, spec.yaml(&log_dir)).expect("write config");
+        let stderr = std::fs::File::create(dir.path().join("stderr.log")).expect("stderr file");
+        let child = Command::new(env!("CARGO_BIN_EXE_kastle"))
+            .arg("broker")
+            .arg("--config")
+            .arg(&config)
+            .env("KASTLE_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn kastle");
+        BrokerProcess {
+            child,
+            dir,
+            log_dir,
+            exit: None,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal} {} failed", self.pid());
+    }
+
+    /// Everything the broker logged so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
+    }
+
+    /// Waits for the process to exit, at most `deadline`.
+    pub async fn wait_exit(&mut self, deadline: Duration) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.exit {
+                return status;
+            }
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                self.exit = Some(status);
+                return status;
+            }
+            assert!(
+                start.elapsed() < deadline,
+                "broker did not exit within {deadline:?}; stderr:\n{}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn has_exited(&mut self) -> bool {
+        self.exit.is_some() || matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+}
+
+impl Drop for BrokerProcess {
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            // A stopped process still dies from SIGKILL.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
