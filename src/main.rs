@@ -97,11 +97,14 @@ fn main() -> ExitCode {
 }
 
 fn init_logging() {
+    use std::io::IsTerminal;
+    // The ZooKeeper client logs every connection step at info; kastle reports what matters.
     let filter = tracing_subscriber::EnvFilter::try_from_env("KASTLE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,zookeeper_client=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 

@@ -24,7 +24,7 @@ use crate::zk::session::ZkSession;
 pub enum BrokerError {
     #[error(transparent)]
     ConnectString(#[from] ConnectStringError),
-    #[error("ZooKeeper: {0}")]
+    #[error(transparent)]
     Zk(#[from] KafkaZkError),
     #[error(transparent)]
     LogDirIdentity(#[from] MetaPropertiesError),

@@ -1,0 +1,64 @@
+# Shared helpers for scripts/quickstart and scripts/test (sourced, not run).
+
+# Runs a command as root: directly when we are root, else through sudo.
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Installs Debian packages that are missing. Prints a clear message off Debian/Ubuntu.
+ensure_packages() {
+    local missing=()
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "error: missing packages: ${missing[*]}; install them with your package manager (Debian/Ubuntu: apt-get install ${missing[*]})" >&2
+        return 1
+    fi
+    echo "installing: ${missing[*]}" >&2
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Answers 0 when a ZooKeeper serves on 127.0.0.1:$1 (the 'srvr' four-letter word).
+zk_serving() {
+    local out
+    out=$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1; printf srvr >&3; cat <&3" 2>/dev/null) || return 1
+    grep -q "Mode:" <<<"$out"
+}
+
+# Starts a standalone ZooKeeper from Debian's package in the background.
+# Usage: start_zookeeper PORT DIR  (sets ZK_PID)
+start_zookeeper() {
+    local port=$1 dir=$2
+    mkdir -p "$dir/data"
+    cat >"$dir/zoo.cfg" <<CFG
+tickTime=2000
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+clientPort=$port
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+CFG
+    java -Xmx256m -XX:+UseSerialGC \
+        -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" >"$dir/zookeeper.log" 2>&1 &
+    ZK_PID=$!
+}
+
+# Waits until "$@" succeeds, at most $1 seconds. Usage: wait_for SECONDS WHAT CMD...
+wait_for() {
+    local seconds=$1 what=$2
+    shift 2
+    local deadline=$((SECONDS + seconds))
+    until "$@"; do
+        if [ $SECONDS -ge $deadline ]; then
+            echo "error: timed out after ${seconds}s waiting for $what" >&2
+            return 1
+        fi
+        sleep 0.2
+    done
+}
