@@ -186,6 +186,11 @@ impl BrokerHandle {
         &self.endpoints
     }
 
+    /// The broker's ZooKeeper session.
+    pub fn zk_session(&self) -> &ZkSession {
+        self.zk.store()
+    }
+
     /// The current broker epoch (czxid of the registration).
     pub fn broker_epoch(&self) -> BrokerEpoch {
         *self.epoch.borrow()

@@ -96,6 +96,28 @@ impl ZkSession {
         }
     }
 
+    /// Ends the current session from outside, as a partition longer than the session timeout
+    /// would: a second client attaches to the same session and closes it. For fault-injection
+    /// tests; the monitor then establishes a new session as it does after a real expiry.
+    pub async fn force_expire(&self) -> Result<(), ZkError> {
+        let info = self.client()?.session().clone();
+        let intruder = zkc::Client::connector()
+            .with_session(info)
+            .with_session_timeout(self.inner.session_timeout)
+            .connect(&self.inner.connect.servers)
+            .await
+            .map_err(|e| ZkError::Unavailable {
+                reason: format!("attaching to the session: {e}"),
+            })?;
+        let mut state = intruder.state_watcher();
+        drop(intruder);
+        let _ = tokio::time::timeout(self.inner.connection_timeout, async {
+            while !state.changed().await.is_terminated() {}
+        })
+        .await;
+        Ok(())
+    }
+
     fn client(&self) -> Result<Arc<zkc::Client>, ZkError> {
         self.inner
             .client

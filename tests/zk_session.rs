@@ -1,0 +1,107 @@
+//! Session handling against a real ZooKeeper: after an expiry the store opens a new session,
+//! tells its listeners, re-arms persistent watches (reporting `Rearmed`), and an in-process
+//! broker registers again with a higher epoch.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{unique_chroot, wait_until, zookeeper, BrokerSpec};
+use kastle::config::KafkaConfig;
+use kastle::server::Broker;
+use kastle::zk::store::{CreateMode, WatchEvent, WatchMode, ZkStore};
+use kastle::zk::SessionEvent;
+
+async fn next_event(rx: &mut kastle::zk::store::WatchStream) -> WatchEvent {
+    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("watch event in time")
+        .expect("watch open")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_session_is_replaced_and_watches_are_rearmed() {
+    let zk = zookeeper();
+    let chroot = unique_chroot("expiry");
+    let session = zk.session(&chroot).await;
+    let mut events = session.subscribe();
+    session
+        .create("/eph", b"", CreateMode::Ephemeral)
+        .await
+        .expect("ephemeral");
+    let mut watch = session.watch("/watched", WatchMode::Persistent).await.expect("watch");
+    let old_id = session.session_id();
+
+    session.force_expire().await.expect("expire");
+    let ended = tokio::time::timeout(Duration::from_secs(20), events.recv())
+        .await
+        .expect("event")
+        .expect("open");
+    assert!(
+        matches!(ended, SessionEvent::Ended { session_id, .. } if session_id == old_id),
+        "{ended:?}"
+    );
+    let established = tokio::time::timeout(Duration::from_secs(20), events.recv())
+        .await
+        .expect("event")
+        .expect("open");
+    let SessionEvent::Established { session_id: new_id } = established else {
+        panic!("{established:?}")
+    };
+    assert_ne!(new_id, old_id);
+    assert_eq!(session.session_id(), new_id);
+
+    assert_eq!(next_event(&mut watch).await, WatchEvent::Rearmed);
+    assert_eq!(
+        session.exists("/eph").await.expect("exists"),
+        None,
+        "the old session's ephemeral is gone"
+    );
+    session
+        .create("/watched", b"x", CreateMode::Persistent)
+        .await
+        .expect("create");
+    // A reconnect may report more than one re-read request; the change itself must follow.
+    let mut event = next_event(&mut watch).await;
+    while event == WatchEvent::Rearmed {
+        event = next_event(&mut watch).await;
+    }
+    assert_eq!(
+        event,
+        WatchEvent::Created {
+            path: "/watched".into()
+        }
+    );
+    session.set_data("/watched", b"y", None).await.expect("set");
+    assert_eq!(
+        next_event(&mut watch).await,
+        WatchEvent::DataChanged {
+            path: "/watched".into()
+        }
+    );
+    session.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_broker_re_registers_after_its_session_expires() {
+    let zk = zookeeper();
+    let chroot = unique_chroot("reregister");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pairs = BrokerSpec::new(4, &zk.connect(&chroot)).pairs(dir.path());
+    let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let broker = Broker::start(&KafkaConfig::from_pairs(&refs).expect("config"))
+        .await
+        .expect("start");
+    let first = broker.broker_epoch();
+    broker.zk_session().force_expire().await.expect("expire");
+    wait_until(Duration::from_secs(20), "a new broker epoch", || async {
+        broker.broker_epoch() > first
+    })
+    .await;
+    let observer = zk.session(&chroot).await;
+    let (_, stat) = observer.get_data("/brokers/ids/4").await.expect("registered again");
+    assert_eq!(stat.czxid, broker.broker_epoch().0);
+    assert_eq!(stat.ephemeral_owner, broker.zk_session().session_id());
+    broker.shutdown().await.expect("shutdown");
+    observer.close().await;
+}
