@@ -7,13 +7,17 @@
 //! | [`config`] | the broker config: Kafka's property names and 3.9 defaults, YAML / `server.properties` files, env and CLI overrides |
 //! | [`types`] | newtypes for ids, epochs and versions shared by every subsystem |
 //! | [`zk`] | Kafka's ZooKeeper layout: typed paths, JSON payload models, the store abstraction (real client and in-memory fake), session handling, schema validation |
-//! | [`log`] | what lives in a log dir: `meta.properties`, the clean-shutdown marker (the segment format arrives with the log issue) |
+//! | [`protocol`] | wire-level formats without I/O: record batches (validation, in-place offset assignment) |
+//! | [`log`] | Kafka's on-disk log: segments, indexes, checkpoints, leader-epoch cache, recovery, retention, the LogManager and log-dir failure signalling |
+//! | [`admin`] | operator tools behind subcommands (`perf log`) |
 //! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown |
 //!
 //! Logic that decides things is kept free of I/O; ZooKeeper, sockets and files stay at the edges.
 
+pub mod admin;
 pub mod config;
 pub mod log;
+pub mod protocol;
 pub mod server;
 pub mod types;
 pub mod zk;

@@ -32,6 +32,19 @@ enum Command {
     /// ZooKeeper tools.
     #[command(subcommand)]
     Zk(ZkCommand),
+    /// Print the batches of segment files (.log) and check index files (.index, .timeindex),
+    /// like kafka-dump-log.
+    /// Benchmarks against this machine's own limits.
+    #[command(subcommand)]
+    Perf(PerfCommand),
+    DumpLog {
+        /// Segment, offset-index or time-index files.
+        #[arg(long = "files", value_name = "FILE", num_args = 1.., required = true, value_delimiter = ',')]
+        files: Vec<PathBuf>,
+        /// Also decode each record (key, value, headers).
+        #[arg(long)]
+        print_data_log: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -52,6 +65,22 @@ enum ConfigCommand {
         file: PathBuf,
         #[arg(long = "override", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PerfCommand {
+    /// Log append/read/recovery throughput and memory per partition (prints a Markdown table).
+    Log {
+        /// Directory to work in (on the disk to measure); a temp dir under it is removed after.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// Bytes to append, read back and recover.
+        #[arg(long, default_value_t = 1 << 30)]
+        bytes: u64,
+        /// Partitions for the memory measurement.
+        #[arg(long, default_value_t = 1000)]
+        partitions: usize,
     },
 }
 
@@ -92,6 +121,8 @@ fn main() -> ExitCode {
                 Err(code) => code,
             },
             Command::Zk(ZkCommand::Check { zookeeper, timeout_ms }) => zk_check(&zookeeper, timeout_ms).await,
+            Command::DumpLog { files, print_data_log } => dump_log(&files, print_data_log),
+            Command::Perf(PerfCommand::Log { dir, bytes, partitions }) => report(perf_log(&dir, bytes, partitions)),
         }
     })
 }
@@ -179,4 +210,40 @@ async fn zk_check(connect: &str, timeout_ms: u64) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn dump_log(files: &[PathBuf], print_data_log: bool) -> ExitCode {
+    let options = kastle::log::dump::DumpOptions { print_data_log };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut clean = true;
+    for file in files {
+        match kastle::log::dump::dump_file(file, &options, &mut out) {
+            Ok(summary) => clean &= summary.invalid.is_none() && summary.index_mismatches == 0,
+            Err(e) => {
+                eprintln!("kastle dump-log: {}: {e}", file.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn perf_log(dir: &std::path::Path, bytes: u64, partitions: usize) -> anyhow::Result<()> {
+    let work = tempfile_dir(dir)?;
+    let result = kastle::admin::perf_log::run(&work, &kastle::admin::perf_log::PerfLogOptions { bytes, partitions });
+    let _ = std::fs::remove_dir_all(&work);
+    print!("{}", result.context("perf log")?);
+    Ok(())
+}
+
+/// A fresh directory under `dir` for a benchmark run.
+fn tempfile_dir(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let work = dir.join(format!("kastle-perf-{}", std::process::id()));
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    Ok(work)
 }

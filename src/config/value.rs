@@ -218,7 +218,7 @@ fn is_kafka_version(s: &str) -> bool {
     };
     let parts: Vec<&str> = numbers.split('.').collect();
     let numeric = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit());
-    (2..=3).contains(&parts.len()) && parts.iter().all(|p| numeric(p)) && iv.map_or(true, numeric)
+    (2..=3).contains(&parts.len()) && parts.iter().all(|p| numeric(p)) && iv.is_none_or(numeric)
 }
 
 #[cfg(test)]

@@ -1,8 +1,24 @@
-//! What lives in a log dir. For now: the `meta.properties` identity file and the
-//! `.kafka_cleanshutdown` marker; segments, indexes, recovery and retention arrive with the
-//! log-storage work. This module knows nothing about ZooKeeper.
+//! Kafka's on-disk log. [`log_manager::LogManager`] owns every partition's [`log::Log`] across
+//! `log.dirs`; a log is a run of [`segment::LogSegment`]s (`.log` + `.index` + `.timeindex`),
+//! plus its leader-epoch cache. Also the per-dir files: checkpoints, `meta.properties`, the
+//! clean-shutdown marker; and log-dir failure signalling. This module knows nothing about
+//! ZooKeeper or the network.
 
+pub mod checkpoint;
 pub mod clean_shutdown;
+pub mod config;
+pub mod dump;
+pub mod failure;
+pub mod file;
+pub mod index_file;
+pub mod leader_epoch;
+#[allow(clippy::module_inception)]
+pub mod log;
+pub mod log_manager;
 pub mod meta_properties;
+pub mod offset_index;
+pub mod retention;
+pub mod segment;
+pub mod time_index;
 
 pub use meta_properties::{MetaProperties, MetaPropertiesError};

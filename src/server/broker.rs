@@ -3,6 +3,8 @@
 //! clean shutdown (deregister, `.kafka_cleanshutdown` in every live log dir, close the session).
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -12,6 +14,10 @@ use super::log_dirs;
 use super::registration::Registrar;
 use crate::config::KafkaConfig;
 use crate::log::clean_shutdown;
+use crate::log::config::LogConfig;
+use crate::log::failure::LogDirFailureChannel;
+use crate::log::file::Faults;
+use crate::log::log_manager::{LogManager, LogManagerConfig};
 use crate::log::meta_properties::MetaPropertiesError;
 use crate::types::{BrokerEpoch, BrokerId};
 use crate::zk::connect::{ConnectString, ConnectStringError};
@@ -82,14 +88,11 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     if dirs.live.is_empty() {
         return Err(BrokerError::NoLiveLogDirs { offline: dirs.offline });
     }
-    for dir in &dirs.live {
-        match clean_shutdown::take(dir) {
-            Ok(Some(_)) => tracing::info!(dir = %dir.display(), "log dir was shut down cleanly"),
-            Ok(None) => {
-                tracing::info!(dir = %dir.display(), "no clean-shutdown marker: logs in this dir need recovery")
-            }
-            Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot read the clean-shutdown marker"),
-        }
+    let log_manager = load_logs(config, &dirs.live).await;
+    if log_manager.live_dirs().is_empty() {
+        return Err(BrokerError::NoLiveLogDirs {
+            offline: offline_with_reasons(&dirs.offline, &log_manager),
+        });
     }
 
     let bound = listeners::bind(config.listeners()).await?;
@@ -111,6 +114,18 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     for listener in bound {
         tasks.push(tokio::spawn(listeners::accept_until_stopped(listener, stop_rx.clone())));
     }
+    tasks.push(tokio::spawn(watch_log_dirs(
+        log_manager.clone(),
+        zk.clone(),
+        id,
+        fatal_tx.clone(),
+        stop_rx.clone(),
+    )));
+    tasks.push(tokio::spawn(checkpoint_logs_periodically(
+        log_manager.clone(),
+        config_interval(config),
+        stop_rx.clone(),
+    )));
     let registration_stop = stop_rx.clone();
     tasks.push(tokio::spawn(async move {
         if let Err(e) = registrar.run(events, registration_stop).await {
@@ -127,7 +142,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         fatal,
         tasks,
         zk,
-        live_dirs: dirs.live,
+        log_manager,
     })
 }
 
@@ -158,6 +173,121 @@ fn new_cluster_id() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(uuid::Uuid::new_v4().as_bytes())
 }
 
+/// Loads every log (recovering dirs that were not shut down cleanly), then removes the
+/// clean-shutdown markers so a crash from here on is recognised as one.
+async fn load_logs(config: &KafkaConfig, dirs: &[PathBuf]) -> Arc<LogManager> {
+    let clean_dirs: Vec<PathBuf> = dirs
+        .iter()
+        .filter(|d| d.join(clean_shutdown::FILE_NAME).exists())
+        .cloned()
+        .collect();
+    for dir in dirs.iter().filter(|d| !clean_dirs.contains(d)) {
+        tracing::info!(dir = %dir.display(), "no clean-shutdown marker: recovering the logs in this dir");
+    }
+    let cfg = LogManagerConfig {
+        dirs: dirs.to_vec(),
+        clean_dirs,
+        log: LogConfig::from_broker(config),
+        recovery_threads_per_dir: config.get_i32("num.recovery.threads.per.data.dir").unwrap_or(1).max(1) as usize,
+    };
+    let started = std::time::Instant::now();
+    let manager = tokio::task::spawn_blocking(move || {
+        LogManager::startup(&cfg, LogDirFailureChannel::new(), Faults::default(), now_ms())
+    })
+    .await
+    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    tracing::info!(
+        logs = manager.all_logs().len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "logs loaded"
+    );
+    for dir in manager.live_dirs() {
+        if let Err(e) = clean_shutdown::take(&dir) {
+            manager.failures().report(&dir, &e.to_string());
+        }
+    }
+    Arc::new(manager)
+}
+
+fn offline_with_reasons(identity_offline: &[(PathBuf, String)], manager: &LogManager) -> Vec<(PathBuf, String)> {
+    let mut all = identity_offline.to_vec();
+    all.extend(
+        manager
+            .offline_dirs()
+            .into_iter()
+            .map(|d| (d, "I/O error while loading logs".to_string())),
+    );
+    all
+}
+
+fn config_interval(config: &KafkaConfig) -> Duration {
+    Duration::from_millis(
+        config
+            .get_i64("log.flush.offset.checkpoint.interval.ms")
+            .unwrap_or(60_000)
+            .max(1) as u64,
+    )
+}
+
+/// Consumes log-dir failures: drops the dir's logs, tells the controller through
+/// `/log_dir_event_notification`, and stops the broker only when no dir is left (as Kafka).
+async fn watch_log_dirs(
+    manager: Arc<LogManager>,
+    zk: KafkaZkClient<ZkSession>,
+    id: BrokerId,
+    fatal: mpsc::Sender<BrokerError>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut failures = manager.failures().subscribe();
+    loop {
+        let failure = tokio::select! {
+            f = failures.recv() => f,
+            _ = stop.changed() => return,
+        };
+        let failure = match failure {
+            Ok(f) => f,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let partitions = manager.handle_dir_failure(&failure.dir);
+        tracing::error!(dir = %failure.dir.display(), partitions = partitions.len(), reason = %failure.reason, "log dir offline");
+        match zk.create_log_dir_event_notification(id).await {
+            Ok(path) => tracing::info!(%path, "log dir failure notified to the controller"),
+            Err(e) => tracing::error!(error = %e, "could not write the log dir event notification"),
+        }
+        if manager.live_dirs().is_empty() {
+            let offline = manager
+                .offline_dirs()
+                .into_iter()
+                .map(|d| (d, "I/O error".to_string()))
+                .collect();
+            let _ = fatal.send(BrokerError::NoLiveLogDirs { offline }).await;
+            return;
+        }
+    }
+}
+
+/// Writes the recovery-point and log-start-offset checkpoints every interval.
+async fn checkpoint_logs_periodically(manager: Arc<LogManager>, every: Duration, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {},
+            _ = stop.changed() => return,
+        }
+        let m = manager.clone();
+        let _ = tokio::task::spawn_blocking(move || m.checkpoint_logs()).await;
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// A running broker.
 #[derive(Debug)]
 pub struct BrokerHandle {
@@ -169,7 +299,7 @@ pub struct BrokerHandle {
     fatal: mpsc::Receiver<BrokerError>,
     tasks: Vec<JoinHandle<()>>,
     zk: KafkaZkClient<ZkSession>,
-    live_dirs: Vec<PathBuf>,
+    log_manager: Arc<LogManager>,
 }
 
 impl BrokerHandle {
@@ -184,6 +314,11 @@ impl BrokerHandle {
     /// The endpoints registered in ZooKeeper (bound ports filled in).
     pub fn advertised_endpoints(&self) -> &[AdvertisedEndpoint] {
         &self.endpoints
+    }
+
+    /// Every partition log on this broker.
+    pub fn log_manager(&self) -> &Arc<LogManager> {
+        &self.log_manager
     }
 
     /// The broker's ZooKeeper session.
@@ -217,7 +352,9 @@ impl BrokerHandle {
         if let Err(e) = &deregistered {
             tracing::warn!(error = %e, "could not delete the registration; it goes when the session closes");
         }
-        for dir in &self.live_dirs {
+        let log_manager = self.log_manager.clone();
+        let _ = tokio::task::spawn_blocking(move || log_manager.flush_all(now_ms())).await;
+        for dir in &self.log_manager.live_dirs() {
             if let Err(e) = clean_shutdown::write(dir, epoch.0) {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot write the clean-shutdown marker");
             }

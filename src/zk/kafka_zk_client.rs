@@ -2,7 +2,7 @@
 //! [`ZkStore`] (the real session or the fake). Paths come from [`super::paths`], payloads from
 //! [`super::models`].
 
-use super::models::{BrokerRegistration, ClusterIdZNode, DecodeError, ZNodePayload};
+use super::models::{BrokerRegistration, ClusterIdZNode, DecodeError, LogDirEventNotification, ZNodePayload};
 use super::paths;
 use super::store::{create_recursive, CreateMode, Stat, ZkError, ZkStore};
 use crate::types::{BrokerEpoch, BrokerId};
@@ -155,6 +155,25 @@ impl<S: ZkStore> KafkaZkClient<S> {
         }
     }
 
+    /// Tells the controller this broker lost a log dir: a sequential
+    /// `/log_dir_event_notification/log_dir_event_<seq>` with `{"version":1,"broker":N,"event":1}`.
+    pub async fn create_log_dir_event_notification(&self, broker: BrokerId) -> Result<String, KafkaZkError> {
+        let payload = LogDirEventNotification {
+            version: 1,
+            broker,
+            event: LogDirEventNotification::LOG_DIR_FAILURE,
+        };
+        let (path, _) = self
+            .store
+            .create(
+                &paths::log_dir_event_sequential(),
+                &payload.encode(),
+                CreateMode::PersistentSequential,
+            )
+            .await?;
+        Ok(path)
+    }
+
     /// Ids of the registered (live) brokers, ascending.
     pub async fn broker_ids(&self) -> Result<Vec<BrokerId>, KafkaZkError> {
         let mut ids: Vec<BrokerId> = self
@@ -277,6 +296,19 @@ mod tests {
         assert!(client.broker(BrokerId(3)).await.expect("read").is_some());
         client.deregister_broker(BrokerId(3), epoch).await.expect("deregister");
         assert!(client.broker(BrokerId(3)).await.expect("read").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_log_dir_failure_becomes_a_sequential_notification() {
+        let client = KafkaZkClient::new(FakeZk::new());
+        client.ensure_persistent_paths().await.expect("paths");
+        let path = client
+            .create_log_dir_event_notification(BrokerId(2))
+            .await
+            .expect("notify");
+        assert_eq!(path, "/log_dir_event_notification/log_dir_event_0000000000");
+        let (data, _) = client.store().get_data(&path).await.expect("read");
+        assert_eq!(data, br#"{"version":1,"broker":2,"event":1}"#);
     }
 
     #[tokio::test]

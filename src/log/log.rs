@@ -1,0 +1,702 @@
+//! `Log`: one partition's segments in its `<topic>-<partition>` dir (Kafka's `UnifiedLog`
+//! without tiered storage). It assigns offsets on the leader, keeps the follower's, reads whole
+//! batches under an offset ceiling, rolls, truncates, applies retention, keeps the leader-epoch
+//! cache, and recovers after a crash. Every I/O error is reported to the
+//! [`LogDirFailureChannel`] and returned as [`LogError::Storage`] naming the dir.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::config::{LogConfig, TimestampType};
+use super::failure::LogDirFailureChannel;
+use super::file::Faults;
+use super::leader_epoch::LeaderEpochFileCache;
+use super::retention::{self, RetentionConfig, SegmentSummary};
+use super::segment::{self, LogSegment, SegmentConfig, SegmentIoError};
+use crate::protocol::record_batch::{self, BatchError, BatchHeader};
+use crate::types::TopicPartition;
+
+/// Name of the leader-epoch checkpoint inside a partition dir.
+pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
+
+/// Why a log operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("log dir {} failed: {source}", dir.display())]
+    Storage { dir: PathBuf, source: SegmentIoError },
+    #[error("log dir {} is offline", dir.display())]
+    Offline { dir: PathBuf },
+    #[error("offset {offset} is out of range [{log_start}, {log_end}] of {tp}")]
+    OffsetOutOfRange {
+        tp: TopicPartition,
+        offset: i64,
+        log_start: i64,
+        log_end: i64,
+    },
+    #[error(transparent)]
+    InvalidBatch(#[from] BatchError),
+    #[error("follower append at offset {first_offset} does not continue the log end {log_end} of {tp}")]
+    UnexpectedAppendOffset {
+        tp: TopicPartition,
+        first_offset: i64,
+        log_end: i64,
+    },
+    #[error("a {size}-byte append cannot fit a segment of segment.bytes={segment_bytes}")]
+    TooLargeForSegment { size: usize, segment_bytes: u64 },
+}
+
+impl LogError {
+    /// Kafka's error code for a response.
+    pub fn error_code(&self) -> i16 {
+        match self {
+            LogError::Storage { .. } | LogError::Offline { .. } => 56, // KAFKA_STORAGE_ERROR
+            LogError::OffsetOutOfRange { .. } => 1,
+            LogError::InvalidBatch(e) => e.error_code(),
+            LogError::UnexpectedAppendOffset { .. } => 2, // CORRUPT_MESSAGE, as Kafka maps it
+            LogError::TooLargeForSegment { .. } => 18,    // RECORD_LIST_TOO_LARGE
+        }
+    }
+}
+
+/// What an append did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    /// The broker time stamped into the batches, or -1 for CreateTime.
+    pub log_append_time: i64,
+    pub record_count: i64,
+    pub bytes: usize,
+}
+
+/// What loading a log found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    pub segments: usize,
+    /// Bytes cut from torn or corrupt tails.
+    pub truncated_bytes: u64,
+    /// Segments dropped because they followed a corrupt one.
+    pub dropped_segments: usize,
+}
+
+#[derive(Debug)]
+pub struct Log {
+    dir: PathBuf,
+    /// The log dir this partition lives in (what goes offline on a failure).
+    root: PathBuf,
+    tp: TopicPartition,
+    config: LogConfig,
+    faults: Faults,
+    failures: LogDirFailureChannel,
+    segments: BTreeMap<i64, LogSegment>,
+    log_start_offset: i64,
+    recovery_point: i64,
+    epochs: LeaderEpochFileCache,
+    unflushed_messages: i64,
+    last_flush_ms: i64,
+}
+
+/// Opening arguments shared by every log of a LogManager.
+#[derive(Debug, Clone)]
+pub struct LogContext {
+    pub faults: Faults,
+    pub failures: LogDirFailureChannel,
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir`. Without `clean_shutdown`, segments from the
+    /// recovery point on are re-validated; a corrupt tail is cut with a warning naming the file
+    /// and offset, and segments after it are dropped.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(
+        dir: &Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        ctx: &LogContext,
+        recovery_point: i64,
+        log_start_offset: Option<i64>,
+        clean_shutdown: bool,
+        now_ms: i64,
+    ) -> Result<(Log, LoadReport), LogError> {
+        let root = dir.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf());
+        let storage = |source| LogError::Storage {
+            dir: root.clone(),
+            source,
+        };
+        let fail = |op: &'static str, path: &Path, e: std::io::Error| {
+            ctx.failures.report(&root, &e.to_string());
+            LogError::Storage {
+                dir: root.clone(),
+                source: SegmentIoError {
+                    op,
+                    path: path.to_path_buf(),
+                    source: e,
+                },
+            }
+        };
+        if ctx.failures.is_offline(&root) {
+            return Err(LogError::Offline { dir: root });
+        }
+        std::fs::create_dir_all(dir).map_err(|e| fail("create", dir, e))?;
+        let epochs = LeaderEpochFileCache::open(dir.join(LEADER_EPOCH_CHECKPOINT)).map_err(|e| {
+            fail(
+                "read",
+                &dir.join(LEADER_EPOCH_CHECKPOINT),
+                std::io::Error::other(e.to_string()),
+            )
+        })?;
+        let mut bases = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| fail("list", dir, e))? {
+            let entry = entry.map_err(|e| fail("list", dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            match segment::parse_base_offset(&name) {
+                Some((base, ".log")) => bases.push(base),
+                Some((_, ".deleted" | ".cleaned" | ".swap")) | Some((_, ".log.deleted")) => {
+                    // Leftovers of an interrupted delete or compaction: Kafka removes them too.
+                    let _ = std::fs::remove_file(entry.path());
+                }
+                _ => {}
+            }
+        }
+        bases.sort_unstable();
+        let seg_config = SegmentConfig {
+            index_interval_bytes: config.index_interval_bytes,
+            max_index_size: config.max_index_size,
+        };
+        let mut report = LoadReport::default();
+        let mut segments = BTreeMap::new();
+        let mut corrupt_from = None;
+        for (i, base) in bases.iter().copied().enumerate() {
+            if corrupt_from.is_some() {
+                let path = dir.join(segment::file_name(base, ".log"));
+                tracing::warn!(file = %path.display(), "deleting a segment that follows a corrupt one");
+                let (seg, _) = LogSegment::open(dir, base, seg_config, &ctx.faults, false, usize::MAX, now_ms)
+                    .map_err(|e| report_io(ctx, &root, e))?;
+                seg.delete().map_err(|e| report_io(ctx, &root, e))?;
+                report.dropped_segments += 1;
+                continue;
+            }
+            let next_base = bases.get(i + 1).copied().unwrap_or(i64::MAX);
+            let recover = !clean_shutdown && next_base > recovery_point;
+            let (seg, outcome) = LogSegment::open(
+                dir,
+                base,
+                seg_config,
+                &ctx.faults,
+                recover,
+                config.max_message_bytes,
+                now_ms,
+            )
+            .map_err(|e| report_io(ctx, &root, e))?;
+            if let Some(outcome) = outcome {
+                if outcome.truncated_bytes > 0 {
+                    tracing::warn!(
+                        file = %seg.path().display(),
+                        position = outcome.valid_bytes,
+                        offset = seg.next_offset(),
+                        truncated_bytes = outcome.truncated_bytes,
+                        problem = ?outcome.problem,
+                        "recovery truncated an invalid log tail"
+                    );
+                    metrics::counter!("kastle_log_recovery_truncations_total").increment(1);
+                    report.truncated_bytes += outcome.truncated_bytes;
+                    corrupt_from = Some(base);
+                }
+            }
+            segments.insert(base, seg);
+        }
+        report.segments = segments.len();
+        let mut log = Log {
+            dir: dir.to_path_buf(),
+            root: root.clone(),
+            tp,
+            config,
+            faults: ctx.faults.clone(),
+            failures: ctx.failures.clone(),
+            segments,
+            log_start_offset: 0,
+            recovery_point,
+            epochs,
+            unflushed_messages: 0,
+            last_flush_ms: now_ms,
+        };
+        if log.segments.is_empty() {
+            let start = log_start_offset.unwrap_or(0).max(0);
+            let seg = LogSegment::create(dir, start, seg_config, &ctx.faults, now_ms)
+                .map_err(|e| report_io(ctx, &root, e))?;
+            log.segments.insert(start, seg);
+        }
+        let first_base = log.segments.keys().next().copied().unwrap_or(0);
+        log.log_start_offset = log_start_offset.unwrap_or(first_base).max(first_base);
+        let leo = log.log_end_offset();
+        log.recovery_point = log.recovery_point.min(leo);
+        if !clean_shutdown {
+            log.recovery_point = leo;
+        }
+        // The epoch cache must not claim offsets the log no longer has.
+        log.epochs
+            .truncate_from_end(leo)
+            .map_err(|e| storage(checkpoint_io(dir, e)))?;
+        log.epochs
+            .truncate_from_start(log.log_start_offset)
+            .map_err(|e| storage(checkpoint_io(dir, e)))?;
+        Ok((log, report))
+    }
+
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The log dir (parent) this log lives in.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    /// The offset the next append gets (LEO).
+    pub fn log_end_offset(&self) -> i64 {
+        self.segments
+            .values()
+            .next_back()
+            .map(LogSegment::next_offset)
+            .unwrap_or(0)
+    }
+
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    pub fn num_segments(&self) -> usize {
+        self.segments.len()
+    }
+
+    pub fn size(&self) -> u64 {
+        self.segments.values().map(LogSegment::size).sum()
+    }
+
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.keys().copied().collect()
+    }
+
+    pub fn leader_epoch_cache(&self) -> &LeaderEpochFileCache {
+        &self.epochs
+    }
+
+    /// The largest epoch ≤ `epoch` and its end offset, as OffsetForLeaderEpoch answers.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.epochs.end_offset_for(epoch, self.log_end_offset())
+    }
+
+    fn check_online(&self) -> Result<(), LogError> {
+        if self.failures.is_offline(&self.root) {
+            return Err(LogError::Offline { dir: self.root.clone() });
+        }
+        Ok(())
+    }
+
+    /// Maps an I/O failure to a storage error and takes the dir offline.
+    fn io<T>(&self, result: Result<T, SegmentIoError>) -> Result<T, LogError> {
+        result.map_err(|e| report_io_parts(&self.failures, &self.root, e))
+    }
+
+    /// Validates producer batches, assigns offsets from the LEO and stamps the leader epoch
+    /// (and the broker time for LogAppendTime) in place, then appends.
+    pub fn append_as_leader(
+        &mut self,
+        records: &mut [u8],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, LogError> {
+        self.check_online()?;
+        let headers = record_batch::validate_batches(records, self.config.max_message_bytes)?;
+        let first_offset = self.log_end_offset();
+        let log_append_time = if self.config.timestamp_type == TimestampType::LogAppendTime {
+            now_ms
+        } else {
+            -1
+        };
+        let mut next = first_offset;
+        let mut position = 0;
+        let mut assigned = Vec::with_capacity(headers.len());
+        for header in &headers {
+            let size = header.size_in_bytes();
+            let batch = &mut records[position..position + size];
+            record_batch::set_base_offset(batch, next);
+            record_batch::set_partition_leader_epoch(batch, leader_epoch);
+            if log_append_time >= 0 {
+                record_batch::set_log_append_time(batch, log_append_time);
+            }
+            assigned.push(BatchHeader::parse(batch)?);
+            next += i64::from(header.last_offset_delta) + 1;
+            position += size;
+        }
+        let info = self.append_assigned(records, &assigned, now_ms)?;
+        Ok(LogAppendInfo {
+            log_append_time,
+            ..info
+        })
+    }
+
+    /// Appends batches fetched from the leader, keeping their offsets and leader epochs.
+    pub fn append_as_follower(&mut self, records: &[u8], now_ms: i64) -> Result<LogAppendInfo, LogError> {
+        self.check_online()?;
+        let headers = record_batch::validate_batches(records, usize::MAX)?;
+        let Some(first) = headers.first() else {
+            return Ok(LogAppendInfo {
+                first_offset: self.log_end_offset(),
+                last_offset: self.log_end_offset() - 1,
+                max_timestamp: -1,
+                log_append_time: -1,
+                record_count: 0,
+                bytes: 0,
+            });
+        };
+        let leo = self.log_end_offset();
+        if first.base_offset < leo || headers.windows(2).any(|w| w[1].base_offset <= w[0].last_offset()) {
+            return Err(LogError::UnexpectedAppendOffset {
+                tp: self.tp.clone(),
+                first_offset: first.base_offset,
+                log_end: leo,
+            });
+        }
+        self.append_assigned(records, &headers, now_ms)
+    }
+
+    fn append_assigned(
+        &mut self,
+        records: &[u8],
+        headers: &[BatchHeader],
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, LogError> {
+        let (Some(first), Some(last)) = (headers.first(), headers.last()) else {
+            let leo = self.log_end_offset();
+            return Ok(LogAppendInfo {
+                first_offset: leo,
+                last_offset: leo - 1,
+                max_timestamp: -1,
+                log_append_time: -1,
+                record_count: 0,
+                bytes: 0,
+            });
+        };
+        if records.len() as u64 > self.config.segment_bytes {
+            return Err(LogError::TooLargeForSegment {
+                size: records.len(),
+                segment_bytes: self.config.segment_bytes,
+            });
+        }
+        let max_timestamp = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
+        self.maybe_roll(records.len(), max_timestamp, last.last_offset(), now_ms)?;
+        for header in headers {
+            if header.partition_leader_epoch >= 0
+                && self
+                    .epochs
+                    .latest_epoch()
+                    .is_none_or(|e| header.partition_leader_epoch > e)
+            {
+                let assigned = self.epochs.assign(header.partition_leader_epoch, header.base_offset);
+                self.io(assigned.map_err(|e| checkpoint_io(&self.dir, e)))?;
+            }
+        }
+        let active = self.segments.values_mut().next_back();
+        let result = match active {
+            Some(seg) => seg.append(records, headers),
+            None => Ok(()),
+        };
+        self.io(result)?;
+        let record_count: i64 = headers.iter().map(|h| i64::from(h.record_count)).sum();
+        self.unflushed_messages += record_count;
+        if self.unflushed_messages >= self.config.flush_interval_messages
+            || now_ms - self.last_flush_ms >= self.config.flush_interval_ms
+        {
+            self.flush(now_ms)?;
+        }
+        Ok(LogAppendInfo {
+            first_offset: first.base_offset,
+            last_offset: last.last_offset(),
+            max_timestamp,
+            log_append_time: -1,
+            record_count,
+            bytes: records.len(),
+        })
+    }
+
+    /// Rolls when the active segment is full by size, age, index capacity or relative offsets.
+    fn maybe_roll(
+        &mut self,
+        incoming: usize,
+        max_timestamp: i64,
+        last_offset: i64,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let Some(active) = self.segments.values().next_back() else {
+            return self.roll(now_ms);
+        };
+        let by_size = active.size() + incoming as u64 > self.config.segment_bytes;
+        let by_time = !active.is_empty()
+            && active.time_waited_for_roll(now_ms, max_timestamp)
+                > self.config.segment_ms - self.config.segment_jitter_ms;
+        if by_size || by_time || active.cannot_take(last_offset) {
+            if active.is_empty() {
+                return Ok(()); // nothing to roll away from
+            }
+            self.roll(now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a new active segment at the LEO (fsyncing the old one, as Kafka does on roll).
+    pub fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
+        self.check_online()?;
+        let leo = self.log_end_offset();
+        if let Some(active) = self.segments.values_mut().next_back() {
+            if active.base_offset() == leo {
+                return Ok(());
+            }
+            let done = active.on_become_inactive();
+            self.io(done)?;
+        }
+        let seg_config = SegmentConfig {
+            index_interval_bytes: self.config.index_interval_bytes,
+            max_index_size: self.config.max_index_size,
+        };
+        let created = LogSegment::create(&self.dir, leo, seg_config, &self.faults, now_ms);
+        let seg = self.io(created)?;
+        self.segments.insert(leo, seg);
+        self.recovery_point = self.recovery_point.max(leo);
+        Ok(())
+    }
+
+    /// Whole batches from `offset` up to `max_bytes` (the first batch whole if `min_one`),
+    /// none at or past `max_offset` (exclusive ceiling: HW for consumers, LEO for replicas).
+    pub fn read(&self, offset: i64, max_bytes: usize, max_offset: i64, min_one: bool) -> Result<Bytes, LogError> {
+        self.check_online()?;
+        let leo = self.log_end_offset();
+        if offset < self.log_start_offset || offset > leo {
+            return Err(LogError::OffsetOutOfRange {
+                tp: self.tp.clone(),
+                offset,
+                log_start: self.log_start_offset,
+                log_end: leo,
+            });
+        }
+        let ceiling = max_offset.min(leo);
+        for (_, seg) in self
+            .segments
+            .range(..=offset)
+            .next_back()
+            .into_iter()
+            .chain(self.segments.range(offset + 1..))
+        {
+            if seg.next_offset() <= offset {
+                continue;
+            }
+            let read = seg.read(offset, max_bytes, ceiling, min_one);
+            if let Some(r) = self.io(read)? {
+                return Ok(r.bytes);
+            }
+            if seg.next_offset() >= ceiling {
+                break;
+            }
+        }
+        Ok(Bytes::new())
+    }
+
+    /// Removes everything at and after `offset` (follower truncation). No-op at or past the LEO.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<bool, LogError> {
+        self.check_online()?;
+        if offset >= self.log_end_offset() {
+            return Ok(false);
+        }
+        if offset <= self.log_start_offset {
+            self.truncate_fully_and_start_at(offset.max(0), 0)?;
+            return Ok(true);
+        }
+        // offset > log start ≥ first base, so a segment below `offset` always survives.
+        let doomed: Vec<i64> = self.segments.range(offset..).map(|(base, _)| *base).collect();
+        for base in doomed {
+            if let Some(seg) = self.segments.remove(&base) {
+                let deleted = seg.delete();
+                self.io(deleted)?;
+            }
+        }
+        if let Some(seg) = self.segments.values_mut().next_back() {
+            let truncated = seg.truncate_to(offset);
+            self.io(truncated)?;
+        }
+        let leo = self.log_end_offset();
+        let cut = self
+            .epochs
+            .truncate_from_end(leo)
+            .map_err(|e| checkpoint_io(&self.dir, e));
+        self.io(cut)?;
+        self.recovery_point = self.recovery_point.min(leo);
+        Ok(true)
+    }
+
+    /// Deletes every segment and starts empty at `offset` (a follower far behind the leader's
+    /// log start offset).
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        self.check_online()?;
+        for (_, seg) in std::mem::take(&mut self.segments) {
+            let deleted = seg.delete();
+            self.io(deleted)?;
+        }
+        let seg_config = SegmentConfig {
+            index_interval_bytes: self.config.index_interval_bytes,
+            max_index_size: self.config.max_index_size,
+        };
+        let created = LogSegment::create(&self.dir, offset, seg_config, &self.faults, now_ms);
+        let seg = self.io(created)?;
+        self.segments.insert(offset, seg);
+        let cleared = self.epochs.clear_and_flush().map_err(|e| checkpoint_io(&self.dir, e));
+        self.io(cleared)?;
+        self.log_start_offset = offset;
+        self.recovery_point = offset;
+        Ok(())
+    }
+
+    /// Moves the log start offset forward (DeleteRecords, or the leader's start for a follower).
+    pub fn maybe_increment_log_start_offset(&mut self, offset: i64) -> Result<(), LogError> {
+        if offset > self.log_start_offset && offset <= self.log_end_offset() {
+            self.log_start_offset = offset;
+            let cut = self
+                .epochs
+                .truncate_from_start(offset)
+                .map_err(|e| checkpoint_io(&self.dir, e));
+            self.io(cut)?;
+        }
+        Ok(())
+    }
+
+    /// Applies retention (time, size, log start offset) to whole segments below `high_watermark`.
+    /// Returns how many segments were deleted.
+    pub fn delete_old_segments(&mut self, high_watermark: i64, now_ms: i64) -> Result<usize, LogError> {
+        self.check_online()?;
+        let summaries: Vec<SegmentSummary> = self
+            .segments
+            .values()
+            .enumerate()
+            .map(|(i, s)| SegmentSummary {
+                base_offset: s.base_offset(),
+                next_offset: s.next_offset(),
+                size_bytes: s.size(),
+                largest_timestamp: s.largest_timestamp(),
+                is_active: i + 1 == self.segments.len(),
+            })
+            .collect();
+        let config = RetentionConfig {
+            retention_ms: self.config.retention_ms,
+            retention_bytes: self.config.retention_bytes,
+        };
+        let decision =
+            retention::segments_to_delete(&summaries, self.log_start_offset, high_watermark, now_ms, &config);
+        if decision.delete.is_empty() {
+            return Ok(0);
+        }
+        if decision.roll_active_first {
+            self.roll(now_ms)?;
+        }
+        let mut deleted = 0;
+        for (base, reason) in decision.delete {
+            if self.segments.len() <= 1 {
+                break;
+            }
+            if let Some(seg) = self.segments.remove(&base) {
+                tracing::info!(tp = %self.tp, base, ?reason, "deleting segment by retention");
+                let done = seg.delete();
+                self.io(done)?;
+                deleted += 1;
+            }
+        }
+        let first_base = self.segments.keys().next().copied().unwrap_or(0);
+        if first_base > self.log_start_offset {
+            self.log_start_offset = first_base;
+            let cut = self
+                .epochs
+                .truncate_from_start(first_base)
+                .map_err(|e| checkpoint_io(&self.dir, e));
+            self.io(cut)?;
+        }
+        Ok(deleted)
+    }
+
+    /// ListOffsets by timestamp: -2 earliest, -1 latest, -3 max timestamp, else the first
+    /// batch with a timestamp ≥ `timestamp`. Returns (offset, timestamp).
+    pub fn fetch_offset_by_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
+        self.check_online()?;
+        match timestamp {
+            -2 => return Ok(Some((self.log_start_offset, -1))),
+            -1 => return Ok(Some((self.log_end_offset(), -1))),
+            -3 => {
+                let best = self
+                    .segments
+                    .values()
+                    .filter(|s| s.max_timestamp() >= 0)
+                    .max_by_key(|s| s.max_timestamp());
+                let Some(seg) = best else { return Ok(None) };
+                let found = seg.find_offset_by_timestamp(seg.max_timestamp());
+                return self.io(found);
+            }
+            _ => {}
+        }
+        for seg in self.segments.values() {
+            if seg.max_timestamp() >= timestamp {
+                let found = seg.find_offset_by_timestamp(timestamp);
+                if let Some((offset, ts)) = self.io(found)? {
+                    return Ok(Some((offset.max(self.log_start_offset), ts)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// fsyncs every segment and moves the recovery point to the LEO.
+    pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
+        self.check_online()?;
+        for seg in self.segments.values() {
+            if seg.next_offset() > self.recovery_point || seg.base_offset() >= self.recovery_point {
+                let flushed = seg.flush();
+                self.io(flushed)?;
+            }
+        }
+        self.recovery_point = self.log_end_offset();
+        self.unflushed_messages = 0;
+        self.last_flush_ms = now_ms;
+        Ok(())
+    }
+}
+
+fn checkpoint_io(dir: &Path, e: impl std::fmt::Display) -> SegmentIoError {
+    SegmentIoError {
+        op: "write",
+        path: dir.join(LEADER_EPOCH_CHECKPOINT),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+fn report_io(ctx: &LogContext, root: &Path, e: SegmentIoError) -> LogError {
+    report_io_parts(&ctx.failures, root, e)
+}
+
+fn report_io_parts(failures: &LogDirFailureChannel, root: &Path, e: SegmentIoError) -> LogError {
+    failures.report(root, &e.to_string());
+    LogError::Storage {
+        dir: root.to_path_buf(),
+        source: e,
+    }
+}

@@ -1,0 +1,391 @@
+//! `LogManager`: every partition log on this broker, across `log.dirs`. It loads the logs at
+//! start-up (recovering in parallel, `num.recovery.threads.per.data.dir` threads per dir),
+//! places new partitions in the live dir with the fewest, deletes partitions asynchronously
+//! (rename to `…-delete`, remove in the background), writes the per-dir checkpoints, applies
+//! retention and time-based flushes, and drops the logs of a dir that failed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::checkpoint::OffsetCheckpointFile;
+use super::config::LogConfig;
+use super::failure::LogDirFailureChannel;
+use super::file::Faults;
+use super::log::{LoadReport, Log, LogContext, LogError};
+use super::segment::SegmentIoError;
+use crate::types::TopicPartition;
+
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
+const DELETE_SUFFIX: &str = "-delete";
+
+/// A log shared between the request path and background work.
+pub type SharedLog = Arc<Mutex<Log>>;
+
+/// Locks a log; a panic while it was held does not make it unusable.
+pub fn lock(log: &SharedLog) -> std::sync::MutexGuard<'_, Log> {
+    log.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Parses a partition dir name `<topic>-<partition>`; `None` for anything else (including
+/// `-delete`, `-future` and `-stray` dirs).
+pub fn parse_partition_dir(name: &str) -> Option<TopicPartition> {
+    if name.ends_with(DELETE_SUFFIX) || name.ends_with("-future") || name.ends_with("-stray") {
+        return None;
+    }
+    let (topic, partition) = name.rsplit_once('-')?;
+    let partition: i32 = partition.parse().ok()?;
+    if topic.is_empty() || partition < 0 || !topic.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+        return None;
+    }
+    Some(TopicPartition {
+        topic: topic.to_string(),
+        partition,
+    })
+}
+
+/// The partition dir name Kafka uses.
+pub fn partition_dir_name(tp: &TopicPartition) -> String {
+    format!("{}-{}", tp.topic, tp.partition)
+}
+
+/// Start-up inputs of the LogManager.
+#[derive(Debug, Clone)]
+pub struct LogManagerConfig {
+    /// Live log dirs (those that passed the identity check).
+    pub dirs: Vec<PathBuf>,
+    /// Dirs whose last shutdown was clean (no recovery needed).
+    pub clean_dirs: Vec<PathBuf>,
+    pub log: LogConfig,
+    pub recovery_threads_per_dir: usize,
+}
+
+#[derive(Debug)]
+pub struct LogManager {
+    dirs: Vec<PathBuf>,
+    config: LogConfig,
+    ctx: LogContext,
+    logs: RwLock<BTreeMap<TopicPartition, SharedLog>>,
+}
+
+impl LogManager {
+    /// Loads every partition of every live dir. A dir whose files cannot be read goes offline;
+    /// the others load.
+    pub fn startup(cfg: &LogManagerConfig, failures: LogDirFailureChannel, faults: Faults, now_ms: i64) -> LogManager {
+        let ctx = LogContext { faults, failures };
+        let mut logs = BTreeMap::new();
+        for dir in &cfg.dirs {
+            match load_dir(dir, cfg, &ctx, now_ms) {
+                Ok(loaded) => logs.extend(loaded),
+                Err(e) => ctx.failures.report(dir, &e.to_string()),
+            }
+        }
+        LogManager {
+            dirs: cfg.dirs.clone(),
+            config: cfg.log.clone(),
+            ctx,
+            logs: RwLock::new(logs),
+        }
+    }
+
+    pub fn failures(&self) -> &LogDirFailureChannel {
+        &self.ctx.failures
+    }
+
+    /// The fault-injection seam shared by every log of this manager.
+    pub fn faults(&self) -> &Faults {
+        &self.ctx.faults
+    }
+
+    pub fn live_dirs(&self) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .filter(|d| !self.ctx.failures.is_offline(d))
+            .cloned()
+            .collect()
+    }
+
+    pub fn offline_dirs(&self) -> Vec<PathBuf> {
+        self.ctx.failures.offline_dirs()
+    }
+
+    pub fn get_log(&self, tp: &TopicPartition) -> Option<SharedLog> {
+        self.logs.read().unwrap_or_else(|p| p.into_inner()).get(tp).cloned()
+    }
+
+    pub fn all_logs(&self) -> Vec<(TopicPartition, SharedLog)> {
+        self.logs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(tp, l)| (tp.clone(), l.clone()))
+            .collect()
+    }
+
+    /// The log of `tp`, created in the live dir holding the fewest partitions if it is new.
+    pub fn get_or_create_log(&self, tp: &TopicPartition, now_ms: i64) -> Result<SharedLog, LogError> {
+        if let Some(log) = self.get_log(tp) {
+            return Ok(log);
+        }
+        let mut logs = self.logs.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(log) = logs.get(tp) {
+            return Ok(log.clone());
+        }
+        let mut counts: HashMap<PathBuf, usize> = self.live_dirs().into_iter().map(|d| (d, 0)).collect();
+        for log in logs.values() {
+            if let Some(n) = counts.get_mut(lock(log).root()) {
+                *n += 1;
+            }
+        }
+        let dir = counts
+            .into_iter()
+            .min_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)))
+            .map(|(d, _)| d)
+            .ok_or_else(|| LogError::Offline {
+                dir: self.dirs.first().cloned().unwrap_or_default(),
+            })?;
+        let (log, _) = Log::open(
+            &dir.join(partition_dir_name(tp)),
+            tp.clone(),
+            self.config.clone(),
+            &self.ctx,
+            0,
+            None,
+            true,
+            now_ms,
+        )?;
+        let shared = Arc::new(Mutex::new(log));
+        logs.insert(tp.clone(), shared.clone());
+        Ok(shared)
+    }
+
+    /// Removes `tp`'s log: its dir is renamed to `<topic>-<p>.<uuid>-delete` at once and removed
+    /// in the background.
+    pub fn delete_log(&self, tp: &TopicPartition) -> Result<(), LogError> {
+        let Some(log) = self.logs.write().unwrap_or_else(|p| p.into_inner()).remove(tp) else {
+            return Ok(());
+        };
+        let guard = lock(&log);
+        let from = guard.dir().to_path_buf();
+        let root = guard.root().to_path_buf();
+        drop(guard);
+        let to = root.join(format!(
+            "{}.{}{DELETE_SUFFIX}",
+            partition_dir_name(tp),
+            uuid::Uuid::new_v4().simple()
+        ));
+        if let Err(e) = std::fs::rename(&from, &to) {
+            self.ctx.failures.report(&root, &e.to_string());
+            return Err(LogError::Storage {
+                dir: root,
+                source: SegmentIoError {
+                    op: "rename",
+                    path: from,
+                    source: e,
+                },
+            });
+        }
+        spawn_removal(to);
+        Ok(())
+    }
+
+    /// Forgets the logs of a failed dir (their files stay for the operator).
+    pub fn handle_dir_failure(&self, dir: &Path) -> Vec<TopicPartition> {
+        let mut logs = self.logs.write().unwrap_or_else(|p| p.into_inner());
+        let gone: Vec<TopicPartition> = logs
+            .iter()
+            .filter(|(_, l)| lock(l).root() == dir)
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in &gone {
+            logs.remove(tp);
+        }
+        gone
+    }
+
+    /// Writes `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` in every
+    /// live dir. A dir whose write fails goes offline.
+    pub fn checkpoint_logs(&self) {
+        let logs = self.all_logs();
+        for dir in self.live_dirs() {
+            let mut recovery = BTreeMap::new();
+            let mut starts = BTreeMap::new();
+            for (tp, log) in &logs {
+                let log = lock(log);
+                if log.root() != dir {
+                    continue;
+                }
+                recovery.insert(tp.clone(), log.recovery_point());
+                // Kafka records only logs whose start moved past their first segment.
+                if log.log_start_offset() > log.segment_base_offsets().first().copied().unwrap_or(0) {
+                    starts.insert(tp.clone(), log.log_start_offset());
+                }
+            }
+            let written = OffsetCheckpointFile::new(dir.join(RECOVERY_POINT_CHECKPOINT))
+                .write(&recovery)
+                .and_then(|()| OffsetCheckpointFile::new(dir.join(LOG_START_OFFSET_CHECKPOINT)).write(&starts));
+            if let Err(e) = written {
+                self.ctx.failures.report(&dir, &e.to_string());
+            }
+        }
+    }
+
+    /// Writes `replication-offset-checkpoint` (high watermarks) in every live dir.
+    pub fn checkpoint_high_watermarks(&self, high_watermarks: &BTreeMap<TopicPartition, i64>) {
+        let logs = self.all_logs();
+        for dir in self.live_dirs() {
+            let in_dir: BTreeMap<TopicPartition, i64> = logs
+                .iter()
+                .filter(|(_, l)| lock(l).root() == dir)
+                .filter_map(|(tp, _)| high_watermarks.get(tp).map(|hw| (tp.clone(), *hw)))
+                .collect();
+            if let Err(e) = OffsetCheckpointFile::new(dir.join(REPLICATION_OFFSET_CHECKPOINT)).write(&in_dir) {
+                self.ctx.failures.report(&dir, &e.to_string());
+            }
+        }
+    }
+
+    /// Applies retention to every log, never past each log's high watermark.
+    pub fn cleanup_logs(&self, high_watermark: impl Fn(&TopicPartition) -> i64, now_ms: i64) -> usize {
+        let mut deleted = 0;
+        for (tp, log) in self.all_logs() {
+            match lock(&log).delete_old_segments(high_watermark(&tp), now_ms) {
+                Ok(n) => deleted += n,
+                Err(e) => tracing::warn!(%tp, error = %e, "retention failed"),
+            }
+        }
+        deleted
+    }
+
+    /// Flushes logs whose oldest unflushed data is older than `flush.ms`, then checkpoints.
+    pub fn flush_all(&self, now_ms: i64) {
+        for (tp, log) in self.all_logs() {
+            if let Err(e) = lock(&log).flush(now_ms) {
+                tracing::warn!(%tp, error = %e, "flush failed");
+            }
+        }
+        self.checkpoint_logs();
+    }
+}
+
+/// Loads one dir: checkpoints, then every partition dir, `threads` at a time.
+fn load_dir(
+    dir: &Path,
+    cfg: &LogManagerConfig,
+    ctx: &LogContext,
+    now_ms: i64,
+) -> Result<Vec<(TopicPartition, SharedLog)>, Box<dyn std::error::Error + Send + Sync>> {
+    let recovery_points = OffsetCheckpointFile::new(dir.join(RECOVERY_POINT_CHECKPOINT)).read()?;
+    let log_starts = OffsetCheckpointFile::new(dir.join(LOG_START_OFFSET_CHECKPOINT)).read()?;
+    let clean = cfg.clean_dirs.iter().any(|d| d == dir);
+    let mut todo = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if !entry.file_type()?.is_dir() {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(DELETE_SUFFIX) {
+            spawn_removal(entry.path());
+            continue;
+        }
+        match parse_partition_dir(&name) {
+            Some(tp) => todo.push((tp, entry.path())),
+            None => tracing::warn!(dir = %entry.path().display(), "ignoring a directory that is not a partition log"),
+        }
+    }
+    let queue = Mutex::new(todo);
+    let loaded = Mutex::new(Vec::new());
+    let failed: Mutex<Option<LogError>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..cfg.recovery_threads_per_dir.max(1) {
+            scope.spawn(|| loop {
+                let Some((tp, path)) = queue.lock().unwrap_or_else(|p| p.into_inner()).pop() else {
+                    return;
+                };
+                let recovery_point = recovery_points.get(&tp).copied().unwrap_or(0);
+                let start = log_starts.get(&tp).copied();
+                match Log::open(
+                    &path,
+                    tp.clone(),
+                    cfg.log.clone(),
+                    ctx,
+                    recovery_point,
+                    start,
+                    clean,
+                    now_ms,
+                ) {
+                    Ok((log, report)) => {
+                        log_load(&tp, &report);
+                        loaded
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((tp, Arc::new(Mutex::new(log))));
+                    }
+                    Err(e) => {
+                        *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(Box::new(e));
+    }
+    Ok(loaded.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+fn log_load(tp: &TopicPartition, report: &LoadReport) {
+    if report.truncated_bytes > 0 || report.dropped_segments > 0 {
+        tracing::warn!(%tp, truncated_bytes = report.truncated_bytes, dropped_segments = report.dropped_segments, "log recovered with data loss at its tail");
+    }
+}
+
+fn spawn_removal(path: PathBuf) {
+    std::thread::spawn(move || {
+        if let Err(e) = std::fs::remove_dir_all(&path) {
+            tracing::warn!(dir = %path.display(), error = %e, "could not remove a deleted partition dir");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_dirs_parse_like_kafkas() {
+        assert_eq!(
+            parse_partition_dir("orders-3"),
+            Some(TopicPartition {
+                topic: "orders".into(),
+                partition: 3
+            })
+        );
+        assert_eq!(
+            parse_partition_dir("my-topic.v2-0"),
+            Some(TopicPartition {
+                topic: "my-topic.v2".into(),
+                partition: 0
+            })
+        );
+        assert_eq!(
+            parse_partition_dir("orders-3.0123456789abcdef0123456789abcdef-delete"),
+            None
+        );
+        assert_eq!(
+            parse_partition_dir("orders-3.0123456789abcdef0123456789abcdef-future"),
+            None
+        );
+        assert_eq!(parse_partition_dir("orders"), None);
+        assert_eq!(parse_partition_dir("orders-x"), None);
+        // Kafka splits at the last dash, so a topic may end in one.
+        assert_eq!(
+            parse_partition_dir("orders--1").map(|tp| tp.topic),
+            Some("orders-".into())
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! Wire-level formats without I/O: record batches now; request framing later.
+//!
+//! Everything here parses bytes a peer or a file supplied, so every read is bounds-checked and
+//! every failure is a typed error, never a panic. `test_support` holds builders for tests and
+//! benchmarks; the broker does not use it.
+
+pub mod record_batch;
+pub mod test_support;
+
+pub use record_batch::{
+    validate_batches, BatchError, BatchHeader, BatchScanner, Compression, Record, ScanError, TimestampType,
+};
