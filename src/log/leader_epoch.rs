@@ -82,9 +82,9 @@ impl LeaderEpochFileCache {
 
     /// Kafka's private `assign(EpochEntry)` + `maybeTruncateNonMonotonicEntries`.
     fn assign_in_memory(&mut self, entry: EpochEntry) -> bool {
-        let update_needed = self.latest_entry().is_none_or(|latest| {
-            entry.epoch != latest.epoch || entry.start_offset < latest.start_offset
-        });
+        let update_needed = self
+            .latest_entry()
+            .is_none_or(|latest| entry.epoch != latest.epoch || entry.start_offset < latest.start_offset);
         if !update_needed {
             return false;
         }

@@ -668,12 +668,17 @@ impl Log {
     /// fsyncs every segment and moves the recovery point to the LEO.
     pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
         self.check_online()?;
-        for seg in self.segments.values() {
-            if seg.next_offset() > self.recovery_point || seg.base_offset() >= self.recovery_point {
-                let flushed = seg.flush();
-                self.io(flushed)?;
+        let recovery_point = self.recovery_point;
+        let mut flushed = Ok(());
+        for seg in self.segments.values_mut() {
+            if seg.next_offset() > recovery_point || seg.base_offset() >= recovery_point {
+                flushed = seg.flush();
+                if flushed.is_err() {
+                    break;
+                }
             }
         }
+        self.io(flushed)?;
         self.recovery_point = self.log_end_offset();
         self.unflushed_messages = 0;
         self.last_flush_ms = now_ms;

@@ -187,7 +187,7 @@ impl OffsetIndex {
     }
 
     /// Flushes appended entries and truncations to disk.
-    pub fn sync(&self) -> io::Result<()> {
+    pub fn sync(&mut self) -> io::Result<()> {
         self.file.sync()
     }
 
@@ -283,6 +283,7 @@ mod tests {
         let mut index = open(&path);
         index.append(1000, 0).expect("append");
         index.append(1000 + 0x0102_0304, 0x0A0B_0C0D).expect("append");
+        index.sync().expect("sync");
         let bytes = fs::read(&path).expect("read");
         assert_eq!(bytes, vec![0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 0x0A, 0x0B, 0x0C, 0x0D]);
     }
@@ -393,6 +394,7 @@ mod tests {
         assert_eq!((index.entries(), index.last_offset()), (2, 1020));
         index.truncate_to(1015).expect("between");
         assert_eq!((index.entries(), index.last_offset()), (1, 1010));
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&path).expect("stat").len(), 8);
         index.append(1011, 9).expect("append after truncation");
         drop(index);
@@ -400,6 +402,7 @@ mod tests {
         assert_eq!((index.entry(0), index.entry(1)), (Some((1010, 1)), Some((1011, 9))));
         index.truncate_to(1000).expect("below all");
         assert_eq!((index.entries(), index.size_in_bytes()), (0, 0));
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&path).expect("stat").len(), 0);
     }
 
@@ -411,6 +414,7 @@ mod tests {
         index.append(1001, 10).expect("append");
         index.reset().expect("reset");
         assert_eq!((index.entries(), index.last_offset()), (0, BASE));
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&path).expect("stat").len(), 0);
         index.append(1000, 0).expect("append at base after reset");
     }
@@ -427,8 +431,10 @@ mod tests {
         assert_eq!(index.entries(), 2);
         assert_eq!(index.lookup(i64::MAX), (1009, 8500));
         // The tail is trimmed, so the next append lands right after the real entries.
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&path).expect("stat").len(), 16);
         index.append(1012, 9000).expect("append");
+        index.sync().expect("sync");
         assert_eq!(
             fs::read(&path).expect("read"),
             raw_entries(&[(3, 4200), (9, 8500), (12, 9000)])
@@ -445,6 +451,7 @@ mod tests {
         assert_eq!(index.entries(), 1);
         assert_eq!(index.lookup(5000), (BASE, 0));
         index.append(1001, 4100).expect("append");
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&path).expect("stat").len(), 16);
     }
 
@@ -532,6 +539,7 @@ mod tests {
         assert_eq!(index.path(), renamed.as_path());
         assert!(!path.exists());
         index.append(1002, 2).expect("append after rename");
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&renamed).expect("stat").len(), 16);
         assert!(index.delete().expect("delete"));
         assert!(!renamed.exists());

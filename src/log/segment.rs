@@ -518,7 +518,7 @@ impl LogSegment {
     }
 
     /// fsyncs the log and its indexes.
-    pub fn flush(&self) -> Result<(), SegmentIoError> {
+    pub fn flush(&mut self) -> Result<(), SegmentIoError> {
         self.log.sync().map_err(io("fsync", self.log.path()))?;
         self.offset_index
             .sync()

@@ -231,7 +231,7 @@ impl TimeIndex {
     }
 
     /// Flushes appended entries and truncations to disk.
-    pub fn sync(&self) -> io::Result<()> {
+    pub fn sync(&mut self) -> io::Result<()> {
         self.file.sync()
     }
 
@@ -418,11 +418,13 @@ mod tests {
         assert_eq!(index.entries(), 4);
         index.truncate_to(520).expect("truncate");
         assert_eq!(index.last_entry(), Some((T0, 510)));
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&path).expect("stat").len(), 12);
         // After truncation the timestamp rule restarts from the surviving last entry.
         index.maybe_append(T0 + 1, 515).expect("append after truncation");
         index.reset().expect("reset");
         assert_eq!((index.entries(), index.size_in_bytes()), (0, 0));
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&path).expect("stat").len(), 0);
     }
 
@@ -437,7 +439,6 @@ mod tests {
         index
             .maybe_append(0x0102_0304_0506_0709, 0x0A0B_0C0E + BASE)
             .expect("append");
-        index.sync().expect("sync");
         drop(index);
         let bytes = fs::read(&path).expect("read");
         assert_eq!(&bytes[..12], &[1, 2, 3, 4, 5, 6, 7, 8, 0x0A, 0x0B, 0x0C, 0x0D]);
@@ -459,8 +460,10 @@ mod tests {
         fs::write(&path, &bytes).expect("write");
         let mut index = open(&path);
         assert_eq!(index.entries(), 2);
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&path).expect("stat").len(), 24);
         index.maybe_append(T0 + 8, 512).expect("append");
+        index.sync().expect("sync");
         assert_eq!(
             fs::read(&path).expect("read"),
             raw_entries(&[(T0, 3), (T0 + 7, 9), (T0 + 8, 12)])
@@ -522,6 +525,7 @@ mod tests {
         let mut index = open(&index_path(&dir));
         index.rename_to(&renamed).expect("rename");
         index.maybe_append(T0, 501).expect("append after rename");
+        index.sync().expect("sync");
         assert_eq!(fs::metadata(&renamed).expect("stat").len(), 12);
         fs::remove_file(&renamed).expect("remove behind its back");
         assert!(!index.delete().expect("delete"));
