@@ -156,6 +156,43 @@ fn a_segment_rolls_once_its_first_batch_is_older_than_segment_ms() {
 }
 
 #[test]
+fn a_segment_rolls_when_its_index_is_full() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Room for three offset-index and two time-index entries, an entry per batch.
+    let mut log = open(
+        dir.path(),
+        LogConfig {
+            max_index_size: 24,
+            index_interval_bytes: 1,
+            ..LogConfig::default()
+        },
+    );
+    for _ in 0..5 {
+        log.append_as_leader(&mut batch(1, 1), 0, 0).expect("append");
+    }
+    assert!(log.num_segments() >= 2, "{:?}", log.segment_base_offsets());
+    assert_eq!(log.log_end_offset(), 5);
+    assert_eq!(log.fetch_offset_by_timestamp(-2).expect("earliest"), Some((0, -1)));
+}
+
+#[test]
+fn time_based_flushing_flushes_old_unflushed_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = open(
+        dir.path(),
+        LogConfig {
+            flush_interval_ms: 1_000,
+            ..LogConfig::default()
+        },
+    );
+    log.append_as_leader(&mut batch(2, 1), 0, 500).expect("append");
+    assert!(!log.maybe_flush_by_time(900).expect("too early"));
+    assert_eq!(log.recovery_point(), 0);
+    assert!(log.maybe_flush_by_time(1_000).expect("due"));
+    assert_eq!(log.recovery_point(), 2);
+}
+
+#[test]
 fn the_flush_policy_moves_the_recovery_point() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut lazy = open(dir.path(), LogConfig::default());

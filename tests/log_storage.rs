@@ -3,6 +3,8 @@
 //! at recovery and everything before it reads back byte-identical; retention never passes the
 //! high watermark; an I/O error takes one dir offline and leaves the others working.
 
+mod common;
+
 use std::path::Path;
 
 use kastle::log::config::LogConfig;
@@ -384,4 +386,65 @@ fn logs_reload_with_their_checkpoints_and_deleted_partitions_vanish() {
     tps.sort();
     assert_eq!(tps, vec![tp(0), tp(1), tp(2)]);
     assert_eq!(lock(&reloaded.get_log(&tp(1)).expect("log")).log_end_offset(), 2);
+}
+
+#[tokio::test]
+async fn the_retention_task_deletes_old_segments_below_the_high_watermark_and_checkpoints_hws() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dirs = vec![root.path().join("d1")];
+    std::fs::create_dir_all(&dirs[0]).expect("mkdir");
+    // Everything is older than 1 ms; the HW stops deletion after the first segments.
+    let log_config = LogConfig {
+        segment_bytes: 1024,
+        retention_ms: 1,
+        ..LogConfig::default()
+    };
+    let cfg = LogManagerConfig {
+        dirs: dirs.clone(),
+        clean_dirs: vec![],
+        log: log_config,
+        recovery_threads_per_dir: 1,
+    };
+    let manager = std::sync::Arc::new(LogManager::startup(
+        &cfg,
+        LogDirFailureChannel::new(),
+        Faults::default(),
+        0,
+    ));
+    let log = manager.get_or_create_log(&tp(0), 0).expect("log");
+    for i in 0..20 {
+        lock(&log)
+            .append_as_leader(&mut producer_batch(2, i, 1_000), 0, 0)
+            .expect("append");
+    }
+    let segments = lock(&log).segment_base_offsets();
+    let hw = segments[2];
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(kastle::log::log_manager::run_retention(
+        manager.clone(),
+        std::time::Duration::from_millis(20),
+        move |_: &TopicPartition| hw,
+        stop_rx,
+    ));
+    common::wait_until(
+        std::time::Duration::from_secs(10),
+        "the retention task to delete segments",
+        || {
+            let start = lock(&log).log_start_offset();
+            async move { start >= hw }
+        },
+    )
+    .await;
+    assert_eq!(
+        lock(&log).segment_base_offsets()[0],
+        hw,
+        "nothing at or past the HW's segment goes"
+    );
+    stop_tx.send_replace(true);
+    task.await.expect("task");
+
+    let hws = std::collections::BTreeMap::from([(tp(0), hw)]);
+    manager.checkpoint_high_watermarks(&hws);
+    let text = std::fs::read_to_string(dirs[0].join("replication-offset-checkpoint")).expect("hw checkpoint");
+    assert_eq!(text, format!("0\n1\norders 0 {hw}\n"));
 }

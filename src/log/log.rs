@@ -665,6 +665,15 @@ impl Log {
         Ok(None)
     }
 
+    /// Flushes when unflushed data is older than `flush.ms` (the background flush scheduler).
+    pub fn maybe_flush_by_time(&mut self, now_ms: i64) -> Result<bool, LogError> {
+        if self.unflushed_messages > 0 && now_ms - self.last_flush_ms >= self.config.flush_interval_ms {
+            self.flush(now_ms)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     /// fsyncs every segment and moves the recovery point to the LEO.
     pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
         self.check_online()?;

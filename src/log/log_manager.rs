@@ -259,7 +259,20 @@ impl LogManager {
         deleted
     }
 
-    /// Flushes logs whose oldest unflushed data is older than `flush.ms`, then checkpoints.
+    /// Flushes the logs whose unflushed data is older than their `flush.ms`.
+    pub fn flush_dirty_logs(&self, now_ms: i64) -> usize {
+        let mut flushed = 0;
+        for (tp, log) in self.all_logs() {
+            match lock(&log).maybe_flush_by_time(now_ms) {
+                Ok(true) => flushed += 1,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(%tp, error = %e, "flush failed"),
+            }
+        }
+        flushed
+    }
+
+    /// Flushes every log, then writes the checkpoints (clean shutdown).
     pub fn flush_all(&self, now_ms: i64) {
         for (tp, log) in self.all_logs() {
             if let Err(e) = lock(&log).flush(now_ms) {
@@ -268,6 +281,43 @@ impl LogManager {
         }
         self.checkpoint_logs();
     }
+}
+
+/// Applies retention every `log.retention.check.interval.ms` until `stop` turns true. The high
+/// watermark of each partition comes from `high_watermark` (the ReplicaManager's view), so
+/// retention never deletes data that is not yet committed.
+pub async fn run_retention<F>(
+    manager: Arc<LogManager>,
+    every: std::time::Duration,
+    high_watermark: F,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) where
+    F: Fn(&TopicPartition) -> i64 + Send + Sync + Clone + 'static,
+{
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {},
+            _ = stop.changed() => return,
+        }
+        let m = manager.clone();
+        let hw = high_watermark.clone();
+        let now = now_ms();
+        let deleted = tokio::task::spawn_blocking(move || m.cleanup_logs(hw, now))
+            .await
+            .unwrap_or(0);
+        if deleted > 0 {
+            tracing::info!(deleted, "retention deleted segments");
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// Loads one dir: checkpoints, then every partition dir, `threads` at a time.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::file::{Faults, LogFile};
-use super::offset_index::OffsetIndex;
+use super::offset_index::{IndexError, OffsetIndex};
 use super::time_index::TimeIndex;
 use crate::protocol::record_batch::{BatchHeader, BatchScanner, ScanError, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 
@@ -232,21 +232,19 @@ impl LogSegment {
         self.bytes_since_last_index_entry += batch.size_in_bytes();
         if self.bytes_since_last_index_entry > self.config.index_interval_bytes {
             let pos = u32::try_from(position).unwrap_or(u32::MAX);
-            let ix_path = self.offset_index.path().to_path_buf();
-            self.offset_index
-                .append(batch.last_offset(), pos)
-                .map_err(|e| SegmentIoError {
-                    op: "index",
-                    path: ix_path.clone(),
-                    source: std::io::Error::other(e.to_string()),
-                })?;
-            self.time_index
+            // A full index only makes the index sparser (the segment rolls before the next
+            // append); it is never a disk failure.
+            match self.offset_index.append(batch.last_offset(), pos) {
+                Ok(()) | Err(IndexError::Full { .. }) => {}
+                Err(e) => return Err(index_err(&self.offset_index, e)),
+            }
+            match self
+                .time_index
                 .maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-                .map_err(|e| SegmentIoError {
-                    op: "index",
-                    path: ix_path,
-                    source: std::io::Error::other(e.to_string()),
-                })?;
+            {
+                Ok(()) | Err(IndexError::Full { .. }) => {}
+                Err(e) => return Err(index_err_t(&self.time_index, e)),
+            }
             self.bytes_since_last_index_entry = 0;
         }
         self.next_offset = batch.next_offset();

@@ -126,6 +126,13 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         config_interval(config),
         stop_rx.clone(),
     )));
+    if let Some(every) = flush_scheduler_interval(config) {
+        tasks.push(tokio::spawn(flush_logs_periodically(
+            log_manager.clone(),
+            every,
+            stop_rx.clone(),
+        )));
+    }
     let registration_stop = stop_rx.clone();
     tasks.push(tokio::spawn(async move {
         if let Err(e) = registrar.run(events, registration_stop).await {
@@ -264,6 +271,27 @@ async fn watch_log_dirs(
             let _ = fatal.send(BrokerError::NoLiveLogDirs { offline }).await;
             return;
         }
+    }
+}
+
+/// `log.flush.scheduler.interval.ms` when time-based flushing is configured (Kafka's default
+/// leaves flushing to the OS, and then no task runs).
+fn flush_scheduler_interval(config: &KafkaConfig) -> Option<Duration> {
+    let flush_ms = config.get_i64("log.flush.interval.ms").unwrap_or(i64::MAX);
+    let every = config.get_i64("log.flush.scheduler.interval.ms").unwrap_or(i64::MAX);
+    (flush_ms < i64::MAX).then(|| Duration::from_millis(every.clamp(1, flush_ms.max(1)) as u64))
+}
+
+/// Flushes logs whose data is older than `flush.ms`.
+async fn flush_logs_periodically(manager: Arc<LogManager>, every: Duration, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {},
+            _ = stop.changed() => return,
+        }
+        let m = manager.clone();
+        let _ = tokio::task::spawn_blocking(move || m.flush_dirty_logs(now_ms())).await;
     }
 }
 

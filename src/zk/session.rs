@@ -100,22 +100,50 @@ impl ZkSession {
     /// would: a second client attaches to the same session and closes it. For fault-injection
     /// tests; the monitor then establishes a new session as it does after a real expiry.
     pub async fn force_expire(&self) -> Result<(), ZkError> {
-        let info = self.client()?.session().clone();
-        let intruder = zkc::Client::connector()
-            .with_session(info)
-            .with_session_timeout(self.inner.session_timeout)
-            .connect(&self.inner.connect.servers)
-            .await
-            .map_err(|e| ZkError::Unavailable {
-                reason: format!("attaching to the session: {e}"),
-            })?;
-        let mut state = intruder.state_watcher();
-        drop(intruder);
-        let _ = tokio::time::timeout(self.inner.connection_timeout, async {
-            while !state.changed().await.is_terminated() {}
+        let mut events = self.subscribe();
+        let target = self.client()?.session_id().0;
+        let mut last_error = None;
+        // The session's own client reconnects as soon as the intruder takes the session over,
+        // and may win the race; try a few times until the monitor reports the session ended.
+        for _ in 0..5 {
+            let info = self.client()?.session().clone();
+            let attached = zkc::Client::connector()
+                .with_session(info)
+                .with_session_timeout(self.inner.session_timeout)
+                .with_connection_timeout(self.inner.connection_timeout)
+                .connect(&self.inner.connect.servers)
+                .await;
+            match attached {
+                Ok(intruder) => {
+                    let mut state = intruder.state_watcher();
+                    drop(intruder);
+                    let _ = tokio::time::timeout(self.inner.connection_timeout, async {
+                        while !state.changed().await.is_terminated() {}
+                    })
+                    .await;
+                }
+                Err(e) => last_error = Some(e.to_string()),
+            }
+            let ended = tokio::time::timeout(self.inner.session_timeout, async {
+                loop {
+                    match events.recv().await {
+                        Ok(SessionEvent::Ended { session_id, .. }) if session_id == target => return true,
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => return false,
+                    }
+                }
+            })
+            .await;
+            if ended == Ok(true) {
+                return Ok(());
+            }
+        }
+        Err(ZkError::Unavailable {
+            reason: format!(
+                "could not expire session {target:#x}: {}",
+                last_error.unwrap_or_default()
+            ),
         })
-        .await;
-        Ok(())
     }
 
     fn client(&self) -> Result<Arc<zkc::Client>, ZkError> {
