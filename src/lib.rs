@@ -17,7 +17,9 @@
 pub mod admin;
 pub mod config;
 pub mod log;
+pub mod network;
 pub mod protocol;
+pub mod replica;
 pub mod server;
 pub mod types;
 pub mod zk;

@@ -296,6 +296,16 @@ impl Log {
         &self.epochs
     }
 
+    /// Records that `epoch` starts at `start_offset` (a new leader does this at its LEO at once),
+    /// unless the cache already has that epoch or a later one.
+    pub fn assign_leader_epoch(&mut self, epoch: i32, start_offset: i64) -> Result<(), LogError> {
+        if epoch < 0 || self.epochs.latest_epoch().is_some_and(|e| e >= epoch) {
+            return Ok(());
+        }
+        let assigned = self.epochs.assign(epoch, start_offset).map(|_| ()).map_err(|e| checkpoint_io(&self.dir, e));
+        self.io(assigned)
+    }
+
     /// The largest epoch ≤ `epoch` and its end offset, as OffsetForLeaderEpoch answers.
     pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
         self.epochs.end_offset_for(epoch, self.log_end_offset())

@@ -4,6 +4,7 @@
 //! every failure is a typed error, never a panic. `test_support` holds builders for tests and
 //! benchmarks; the broker does not use it.
 
+pub mod error_codes;
 pub mod record_batch;
 pub mod test_support;
 

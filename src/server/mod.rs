@@ -1,9 +1,12 @@
 //! Broker wiring: the start-up order Kafka's `KafkaServer.startup` follows, the ZooKeeper
 //! registration and its renewal after session expiry, listener sockets, and shutdown.
 
+pub mod apis;
 pub mod broker;
 pub mod listeners;
 pub mod log_dirs;
+pub mod metadata_cache;
 pub mod registration;
+pub mod topic_creation;
 
 pub use broker::{Broker, BrokerError, BrokerHandle};

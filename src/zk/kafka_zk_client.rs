@@ -2,7 +2,9 @@
 //! [`ZkStore`] (the real session or the fake). Paths come from [`super::paths`], payloads from
 //! [`super::models`].
 
-use super::models::{BrokerRegistration, ClusterIdZNode, DecodeError, LogDirEventNotification, ZNodePayload};
+use super::models::{
+    BrokerRegistration, ClusterIdZNode, DecodeError, EntityConfig, LogDirEventNotification, TopicAssignment, ZNodePayload,
+};
 use super::paths;
 use super::store::{create_recursive, CreateMode, Stat, ZkError, ZkStore};
 use crate::types::{BrokerEpoch, BrokerId};
@@ -172,6 +174,31 @@ impl<S: ZkStore> KafkaZkClient<S> {
             )
             .await?;
         Ok(path)
+    }
+
+    /// Creates a topic as Kafka's admin path does: `/config/topics/<t>` (empty overrides)
+    /// first, then `/brokers/topics/<t>` with the assignment and topic id.
+    pub async fn create_topic(
+        &self,
+        name: &str,
+        assignment: &std::collections::BTreeMap<i32, Vec<BrokerId>>,
+        topic_id: uuid::Uuid,
+    ) -> Result<(), KafkaZkError> {
+        use base64::Engine;
+        let config = EntityConfig { version: 1, config: Default::default() };
+        match self.store.create(&paths::config_entity("topics", name), &config.encode(), CreateMode::Persistent).await {
+            Ok(_) | Err(ZkError::NodeExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let topic = TopicAssignment {
+            version: 3,
+            partitions: assignment.iter().map(|(p, r)| (p.to_string(), r.clone())).collect(),
+            adding_replicas: Some(Default::default()),
+            removing_replicas: Some(Default::default()),
+            topic_id: Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(topic_id.as_bytes())),
+        };
+        self.store.create(&paths::topic(name), &topic.encode(), CreateMode::Persistent).await?;
+        Ok(())
     }
 
     /// Ids of the registered (live) brokers, ascending.

@@ -1,0 +1,2 @@
+//! placeholder until the socket server lands
+pub mod handler;

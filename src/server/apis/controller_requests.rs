@@ -1,0 +1,155 @@
+//! Requests the controller sends every broker: LeaderAndIsr (become leader or follower),
+//! UpdateMetadata (feeds the MetadataCache) and StopReplica, plus ControlledShutdown, which
+//! only the controller answers (this broker is not one yet: NOT_CONTROLLER). Stale controller
+//! and broker epochs are refused for the whole request.
+
+use kafka_protocol::messages::leader_and_isr_response::{LeaderAndIsrPartitionError, LeaderAndIsrTopicError};
+use kafka_protocol::messages::stop_replica_response::StopReplicaPartitionError;
+use kafka_protocol::messages::{
+    ControlledShutdownResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
+    TopicName, UpdateMetadataRequest, UpdateMetadataResponse,
+};
+
+use super::{now_ms, KafkaApis};
+use crate::network::handler::RequestContext;
+use crate::protocol::error_codes as ec;
+use crate::replica::replica_manager::{ControllerRequestEpochs, LeaderAndIsrPartition};
+use crate::replica::PartitionState;
+use crate::server::metadata_cache::{BrokerEndpoint, CachedPartition, LiveBroker};
+use crate::types::{BrokerId, TopicPartition};
+
+const NOT_CONTROLLER: i16 = 41;
+
+fn ids(v: &[kafka_protocol::messages::BrokerId]) -> Vec<BrokerId> {
+    v.iter().map(|b| BrokerId(b.0)).collect()
+}
+
+pub(super) fn leader_and_isr(apis: &KafkaApis, ctx: &RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse {
+    let epochs =
+        ControllerRequestEpochs { controller_epoch: request.controller_epoch, broker_epoch: request.broker_epoch };
+    let mut partitions = Vec::new();
+    let grouped = request.topic_states.into_iter().flat_map(|t| {
+        let id = t.topic_id;
+        t.partition_states.into_iter().map(move |p| (id, p))
+    });
+    let ungrouped = request.ungrouped_partition_states.into_iter().map(|p| (uuid::Uuid::nil(), p));
+    for (topic_id, p) in ungrouped.chain(grouped) {
+        partitions.push(LeaderAndIsrPartition {
+            tp: TopicPartition { topic: p.topic_name.0.to_string(), partition: p.partition_index },
+            topic_id,
+            state: PartitionState {
+                controller_epoch: p.controller_epoch,
+                leader: BrokerId(p.leader.0),
+                leader_epoch: p.leader_epoch,
+                isr: ids(&p.isr),
+                partition_epoch: p.partition_epoch,
+                replicas: ids(&p.replicas),
+            },
+        });
+    }
+    let results = match apis.replica_manager.become_leader_or_follower(epochs, partitions, now_ms()) {
+        Ok(r) => r,
+        Err(code) => return LeaderAndIsrResponse::default().with_error_code(code),
+    };
+    let mut response = LeaderAndIsrResponse::default();
+    if ctx.api_version >= 5 {
+        let mut topics: Vec<LeaderAndIsrTopicError> = Vec::new();
+        for (tp, id, code) in results {
+            let error = LeaderAndIsrPartitionError::default().with_partition_index(tp.partition).with_error_code(code);
+            match topics.iter_mut().find(|t| t.topic_id == id) {
+                Some(t) => t.partition_errors.push(error),
+                None => topics.push(LeaderAndIsrTopicError::default().with_topic_id(id).with_partition_errors(vec![error])),
+            }
+        }
+        response.topics = topics;
+    } else {
+        response.partition_errors = results
+            .into_iter()
+            .map(|(tp, _, code)| {
+                LeaderAndIsrPartitionError::default()
+                    .with_topic_name(TopicName(super::str_bytes(&tp.topic)))
+                    .with_partition_index(tp.partition)
+                    .with_error_code(code)
+            })
+            .collect();
+    }
+    response
+}
+
+pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) -> UpdateMetadataResponse {
+    if request.controller_epoch < apis.replica_manager.controller_epoch() {
+        return UpdateMetadataResponse::default().with_error_code(ec::STALE_CONTROLLER_EPOCH);
+    }
+    let brokers = request
+        .live_brokers
+        .into_iter()
+        .map(|b| LiveBroker {
+            id: BrokerId(b.id.0),
+            endpoints: b
+                .endpoints
+                .into_iter()
+                .map(|e| BrokerEndpoint { listener: e.listener.to_string(), host: e.host.to_string(), port: e.port })
+                .collect(),
+            rack: b.rack.map(|r| r.to_string()),
+        })
+        .collect();
+    let grouped = request.topic_states.into_iter().flat_map(|t| {
+        let id = t.topic_id;
+        t.partition_states.into_iter().map(move |p| (id, p))
+    });
+    let ungrouped = request.ungrouped_partition_states.into_iter().map(|p| (uuid::Uuid::nil(), p));
+    let partitions = ungrouped
+        .chain(grouped)
+        .map(|(id, p)| {
+            let state = CachedPartition {
+                leader: p.leader.0,
+                leader_epoch: p.leader_epoch,
+                isr: ids(&p.isr),
+                replicas: ids(&p.replicas),
+                offline_replicas: ids(&p.offline_replicas),
+            };
+            (p.topic_name.0.to_string(), id, p.partition_index, state)
+        })
+        .collect();
+    apis.metadata_cache.update(BrokerId(request.controller_id.0), brokers, partitions);
+    UpdateMetadataResponse::default()
+}
+
+pub(super) fn stop_replica(apis: &KafkaApis, request: StopReplicaRequest) -> StopReplicaResponse {
+    let epochs =
+        ControllerRequestEpochs { controller_epoch: request.controller_epoch, broker_epoch: request.broker_epoch };
+    let delete_all = request.delete_partitions;
+    let mut partitions = Vec::new();
+    for p in request.ungrouped_partitions {
+        partitions.push((TopicPartition { topic: p.topic_name.0.to_string(), partition: p.partition_index }, delete_all));
+    }
+    for t in request.topics {
+        for index in t.partition_indexes {
+            partitions.push((TopicPartition { topic: t.name.0.to_string(), partition: index }, delete_all));
+        }
+    }
+    for t in request.topic_states {
+        for p in t.partition_states {
+            let tp = TopicPartition { topic: t.topic_name.0.to_string(), partition: p.partition_index };
+            partitions.push((tp, p.delete_partition));
+        }
+    }
+    match apis.replica_manager.stop_replicas(epochs, partitions) {
+        Ok(results) => StopReplicaResponse::default().with_partition_errors(
+            results
+                .into_iter()
+                .map(|(tp, code)| {
+                    StopReplicaPartitionError::default()
+                        .with_topic_name(TopicName(super::str_bytes(&tp.topic)))
+                        .with_partition_index(tp.partition)
+                        .with_error_code(code)
+                })
+                .collect(),
+        ),
+        Err(code) => StopReplicaResponse::default().with_error_code(code),
+    }
+}
+
+pub(super) fn controlled_shutdown() -> ControlledShutdownResponse {
+    ControlledShutdownResponse::default().with_error_code(NOT_CONTROLLER)
+}

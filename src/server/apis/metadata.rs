@@ -1,0 +1,81 @@
+//! Metadata: brokers (their endpoint on the listener the request came in on), the controller,
+//! the cluster id, and topics with leader, epoch, replicas, ISR and offline replicas, all from
+//! the MetadataCache. Unknown topics are created when `auto.create.topics.enable` and the
+//! request allow it, the way Kafka's admin path does: `/config/topics/<t>` first, then
+//! `/brokers/topics/<t>`; clients see LEADER_NOT_AVAILABLE until the controller elects.
+
+use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use kafka_protocol::messages::{BrokerId as KpBrokerId, MetadataRequest, MetadataResponse, TopicName};
+
+use super::{str_bytes, KafkaApis};
+use crate::network::handler::RequestContext;
+use crate::protocol::error_codes as ec;
+use crate::server::topic_creation::{create_topic, valid_topic_name};
+
+pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: MetadataRequest) -> MetadataResponse {
+    let cache = &apis.metadata_cache;
+    let brokers: Vec<MetadataResponseBroker> = cache
+        .live_brokers()
+        .into_iter()
+        .filter_map(|b| {
+            let ep = b.endpoints.iter().find(|e| e.listener == ctx.listener)?;
+            Some(
+                MetadataResponseBroker::default()
+                    .with_node_id(KpBrokerId(b.id.0))
+                    .with_host(str_bytes(&ep.host))
+                    .with_port(ep.port)
+                    .with_rack(b.rack.as_deref().map(str_bytes)),
+            )
+        })
+        .collect();
+    // v0 has no "all topics" null; an empty list means all there.
+    let requested: Option<Vec<String>> = match request.topics {
+        None => None,
+        Some(t) if t.is_empty() && ctx.api_version == 0 => None,
+        Some(t) => Some(t.into_iter().filter_map(|t| t.name.map(|n| n.0.to_string())).collect()),
+    };
+    let allow_auto = ctx.api_version < 4 || request.allow_auto_topic_creation;
+    let mut topics = Vec::new();
+    for name in requested.clone().unwrap_or_else(|| cache.topic_names()) {
+        let mut topic = MetadataResponseTopic::default().with_name(Some(TopicName(str_bytes(&name))));
+        match cache.topic(&name) {
+            Some(cached) => {
+                topic.topic_id = cached.id;
+                topic.partitions = cached
+                    .partitions
+                    .iter()
+                    .map(|(index, p)| {
+                        let leader_alive = p.leader >= 0 && !p.offline_replicas.iter().any(|r| r.0 == p.leader);
+                        MetadataResponsePartition::default()
+                            .with_error_code(if leader_alive { ec::NONE } else { ec::LEADER_NOT_AVAILABLE })
+                            .with_partition_index(*index)
+                            .with_leader_id(KpBrokerId(p.leader))
+                            .with_leader_epoch(p.leader_epoch)
+                            .with_replica_nodes(p.replicas.iter().map(|r| KpBrokerId(r.0)).collect())
+                            .with_isr_nodes(p.isr.iter().map(|r| KpBrokerId(r.0)).collect())
+                            .with_offline_replicas(p.offline_replicas.iter().map(|r| KpBrokerId(r.0)).collect())
+                    })
+                    .collect();
+            }
+            None if requested.is_some() => {
+                topic.error_code = if !valid_topic_name(&name) {
+                    ec::INVALID_TOPIC_EXCEPTION
+                } else if allow_auto && apis.config.auto_create_topics_enable {
+                    match create_topic(apis, &name).await {
+                        Ok(()) => ec::LEADER_NOT_AVAILABLE,
+                        Err(code) => code,
+                    }
+                } else {
+                    ec::UNKNOWN_TOPIC_OR_PARTITION
+                };
+            }
+            None => continue,
+        }
+        topics.push(topic);
+    }
+    MetadataResponse::default()
+        .with_brokers(brokers)
+        .with_cluster_id(Some(str_bytes(&apis.cluster_id)))
+        .with_controller_id(KpBrokerId(cache.controller_id().map_or(-1, |c| c.0)))
+        .with_topics(topics)
+}

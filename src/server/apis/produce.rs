@@ -1,0 +1,92 @@
+//! Produce: validate acks, append each partition's batches as leader, and for acks=-1 wait
+//! (the produce purgatory) until the high watermark passes every appended offset, the ISR
+//! drops below min.insync.replicas, or the request times out.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+
+use super::{now_ms, KafkaApis};
+use crate::network::handler::RequestContext;
+use crate::protocol::error_codes as ec;
+use crate::types::TopicPartition;
+
+pub(super) async fn handle(apis: &KafkaApis, _ctx: &RequestContext, request: ProduceRequest) -> Option<ProduceResponse> {
+    let acks = request.acks;
+    let rm = &apis.replica_manager;
+    let min_isr = rm.min_insync_replicas();
+    // (topic index, partition response, partition to wait on with the offset to reach)
+    let mut topics = Vec::with_capacity(request.topic_data.len());
+    let mut waits = Vec::new();
+    for topic in request.topic_data {
+        let mut responses = Vec::with_capacity(topic.partition_data.len());
+        for data in topic.partition_data {
+            let mut resp = PartitionProduceResponse::default().with_index(data.index);
+            let tp = TopicPartition { topic: topic.name.0.to_string(), partition: data.index };
+            let code = if !matches!(acks, -1..=1) {
+                ec::INVALID_REQUIRED_ACKS
+            } else {
+                match (rm.partition(&tp), data.records) {
+                    (None, _) => ec::UNKNOWN_TOPIC_OR_PARTITION,
+                    (Some(_), None) => ec::INVALID_RECORD,
+                    (Some(partition), Some(records)) => {
+                        // The network buffer becomes the append buffer: offsets are written in place.
+                        let mut bytes = Vec::from(records);
+                        match partition.append_as_leader(&mut bytes, acks, min_isr, now_ms()) {
+                            Ok(info) => {
+                                resp.base_offset = info.first_offset;
+                                resp.log_append_time_ms = info.log_append_time;
+                                resp.log_start_offset = 0;
+                                if acks == -1 {
+                                    waits.push((topics.len(), responses.len(), partition, info.last_offset + 1));
+                                }
+                                ec::NONE
+                            }
+                            Err(code) => code,
+                        }
+                    }
+                }
+            };
+            resp.error_code = code;
+            responses.push(resp);
+        }
+        topics.push(TopicProduceResponse::default().with_name(topic.name).with_partition_responses(responses));
+    }
+    rm.notify_change();
+    if acks == 0 {
+        return None;
+    }
+    if !waits.is_empty() {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(request.timeout_ms.max(0) as u64);
+        let mut changes = rm.subscribe_changes();
+        loop {
+            let mut pending = false;
+            for (t, p, partition, offset) in &waits {
+                if topics[*t].partition_responses[*p].error_code != ec::NONE {
+                    continue;
+                }
+                match partition.check_produce_completion(*offset, min_isr) {
+                    Some(ec::NONE) => {}
+                    Some(code) => topics[*t].partition_responses[*p].error_code = code,
+                    None => pending = true,
+                }
+            }
+            // Completed ones are marked done by clearing them from the wait list.
+            waits.retain(|(t, p, partition, offset)| {
+                topics[*t].partition_responses[*p].error_code == ec::NONE
+                    && partition.check_produce_completion(*offset, min_isr).is_none()
+            });
+            if !pending || waits.is_empty() {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, changes.changed()).await.is_err() {
+                for (t, p, _, _) in &waits {
+                    topics[*t].partition_responses[*p].error_code = ec::REQUEST_TIMED_OUT;
+                }
+                break;
+            }
+        }
+    }
+    Some(ProduceResponse::default().with_responses(topics))
+}

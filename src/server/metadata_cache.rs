@@ -1,0 +1,145 @@
+//! `MetadataCache`: what the controller told this broker through UpdateMetadata — live brokers
+//! with their endpoints, every partition's leader/ISR/replicas, topic ids, the controller —
+//! which is what Metadata requests are answered from (as in ZK-mode Kafka, not from ZooKeeper).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::RwLock;
+
+use crate::types::BrokerId;
+
+/// One endpoint of a live broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    pub listener: String,
+    pub host: String,
+    pub port: i32,
+}
+
+/// A live broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveBroker {
+    pub id: BrokerId,
+    pub endpoints: Vec<BrokerEndpoint>,
+    pub rack: Option<String>,
+}
+
+/// A partition's state as the controller last published it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedPartition {
+    /// -1 without a leader (-2 while the topic is being deleted).
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<BrokerId>,
+    pub replicas: Vec<BrokerId>,
+    pub offline_replicas: Vec<BrokerId>,
+}
+
+/// A topic in the cache.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CachedTopic {
+    pub id: uuid::Uuid,
+    pub partitions: BTreeMap<i32, CachedPartition>,
+}
+
+#[derive(Debug, Default)]
+struct Snapshot {
+    controller_id: Option<BrokerId>,
+    brokers: BTreeMap<BrokerId, LiveBroker>,
+    topics: BTreeMap<String, CachedTopic>,
+}
+
+/// Shared by the API handlers; written only by UpdateMetadata.
+#[derive(Debug, Default)]
+pub struct MetadataCache {
+    inner: RwLock<Snapshot>,
+}
+
+/// Leader of a deleted topic's partitions in UpdateMetadata (Kafka's LeaderDuringDelete).
+pub const LEADER_DURING_DELETE: i32 = -2;
+
+impl MetadataCache {
+    /// Applies an UpdateMetadata: the broker list is replaced; partition states are upserted,
+    /// and a partition whose leader is -2 is removed with its topic when none is left.
+    pub fn update(
+        &self,
+        controller_id: BrokerId,
+        brokers: Vec<LiveBroker>,
+        partitions: Vec<(String, uuid::Uuid, i32, CachedPartition)>,
+    ) {
+        let mut snap = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        snap.controller_id = Some(controller_id);
+        snap.brokers = brokers.into_iter().map(|b| (b.id, b)).collect();
+        for (topic, id, index, state) in partitions {
+            if state.leader == LEADER_DURING_DELETE {
+                let emptied = snap.topics.get_mut(&topic).map(|t| {
+                    t.partitions.remove(&index);
+                    t.partitions.is_empty()
+                });
+                if emptied == Some(true) {
+                    snap.topics.remove(&topic);
+                }
+                continue;
+            }
+            let entry = snap.topics.entry(topic).or_default();
+            if !id.is_nil() {
+                entry.id = id;
+            }
+            entry.partitions.insert(index, state);
+        }
+    }
+
+    pub fn controller_id(&self) -> Option<BrokerId> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner()).controller_id
+    }
+
+    pub fn live_brokers(&self) -> Vec<LiveBroker> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner()).brokers.values().cloned().collect()
+    }
+
+    pub fn topic(&self, name: &str) -> Option<CachedTopic> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner()).topics.get(name).cloned()
+    }
+
+    pub fn topic_names(&self) -> Vec<String> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner()).topics.keys().cloned().collect()
+    }
+
+    /// Topic id → name, for Fetch v13+.
+    pub fn topic_names_by_id(&self) -> HashMap<uuid::Uuid, String> {
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .topics
+            .iter()
+            .map(|(name, t)| (t.id, name.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn partition(leader: i32) -> CachedPartition {
+        CachedPartition {
+            leader,
+            leader_epoch: 0,
+            isr: vec![BrokerId(1)],
+            replicas: vec![BrokerId(1)],
+            offline_replicas: vec![],
+        }
+    }
+
+    #[test]
+    fn updates_upsert_partitions_and_deletion_removes_the_topic() {
+        let cache = MetadataCache::default();
+        let id = uuid::Uuid::new_v4();
+        cache.update(BrokerId(1), vec![], vec![("t".into(), id, 0, partition(1)), ("t".into(), id, 1, partition(1))]);
+        assert_eq!(cache.topic("t").expect("topic").partitions.len(), 2);
+        cache.update(BrokerId(1), vec![], vec![("t".into(), id, 0, partition(LEADER_DURING_DELETE))]);
+        assert_eq!(cache.topic("t").expect("topic").partitions.len(), 1);
+        cache.update(BrokerId(1), vec![], vec![("t".into(), id, 1, partition(LEADER_DURING_DELETE))]);
+        assert!(cache.topic("t").is_none());
+        assert_eq!(cache.controller_id(), Some(BrokerId(1)));
+    }
+}
