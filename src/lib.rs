@@ -9,12 +9,16 @@
 //! | [`zk`] | Kafka's ZooKeeper layout: typed paths, JSON payload models, the store abstraction (real client and in-memory fake), session handling, schema validation |
 //! | [`protocol`] | wire-level formats without I/O: record batches (validation, in-place offset assignment) |
 //! | [`log`] | Kafka's on-disk log: segments, indexes, checkpoints, leader-epoch cache, recovery, retention, the LogManager and log-dir failure signalling |
+//! | [`client`] | the internal Kafka-protocol client: connections, correlation ids, timeouts, reconnect backoff, version negotiation |
+//! | [`network`] | listeners, framing, request headers, ApiVersions, per-connection ordering |
+//! | [`replica`] | the partitions this broker hosts: leader/follower state, high watermark, appends and reads |
 //! | [`admin`] | operator tools behind subcommands (`perf log`) |
 //! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown |
 //!
 //! Logic that decides things is kept free of I/O; ZooKeeper, sockets and files stay at the edges.
 
 pub mod admin;
+pub mod client;
 pub mod config;
 pub mod log;
 pub mod network;

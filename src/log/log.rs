@@ -302,7 +302,11 @@ impl Log {
         if epoch < 0 || self.epochs.latest_epoch().is_some_and(|e| e >= epoch) {
             return Ok(());
         }
-        let assigned = self.epochs.assign(epoch, start_offset).map(|_| ()).map_err(|e| checkpoint_io(&self.dir, e));
+        let assigned = self
+            .epochs
+            .assign(epoch, start_offset)
+            .map(|_| ())
+            .map_err(|e| checkpoint_io(&self.dir, e));
         self.io(assigned)
     }
 

@@ -53,12 +53,23 @@ pub struct Partition {
 }
 
 impl Partition {
-    pub fn new(tp: TopicPartition, topic_id: uuid::Uuid, local: BrokerId, state: PartitionState, log: SharedLog) -> Self {
+    pub fn new(
+        tp: TopicPartition,
+        topic_id: uuid::Uuid,
+        local: BrokerId,
+        state: PartitionState,
+        log: SharedLog,
+    ) -> Self {
         Partition {
             tp,
             topic_id,
             local,
-            inner: Mutex::new(Inner { state, log, high_watermark: 0, follower_leos: HashMap::new() }),
+            inner: Mutex::new(Inner {
+                state,
+                log,
+                high_watermark: 0,
+                follower_leos: HashMap::new(),
+            }),
         }
     }
 
@@ -105,7 +116,13 @@ impl Partition {
 
     /// Appends a producer's batches as leader. With acks=-1, refuses before writing when the
     /// ISR is below `min.insync.replicas` (NOT_ENOUGH_REPLICAS).
-    pub fn append_as_leader(&self, records: &mut [u8], acks: i16, min_isr: i32, now_ms: i64) -> Result<LogAppendInfo, i16> {
+    pub fn append_as_leader(
+        &self,
+        records: &mut [u8],
+        acks: i16,
+        min_isr: i32,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, i16> {
         let mut inner = self.inner();
         if inner.state.leader != self.local {
             return Err(ec::NOT_LEADER_OR_FOLLOWER);
@@ -114,7 +131,9 @@ impl Partition {
             return Err(ec::NOT_ENOUGH_REPLICAS);
         }
         let epoch = inner.state.leader_epoch;
-        let info = lock(&inner.log).append_as_leader(records, epoch, now_ms).map_err(|e| e.error_code())?;
+        let info = lock(&inner.log)
+            .append_as_leader(records, epoch, now_ms)
+            .map_err(|e| e.error_code())?;
         maybe_increment_hw(&mut inner, self.local, min_isr);
         Ok(info)
     }
@@ -165,7 +184,9 @@ impl Partition {
         let log = lock(&inner.log);
         let leo = log.log_end_offset();
         let ceiling = if replica.is_some() { leo } else { inner.high_watermark };
-        let records = log.read(fetch_offset, max_bytes, ceiling, true).map_err(|e| e.error_code())?;
+        let records = log
+            .read(fetch_offset, max_bytes, ceiling, true)
+            .map_err(|e| e.error_code())?;
         Ok(ReadResult {
             records,
             high_watermark: inner.high_watermark,
@@ -184,7 +205,9 @@ impl Partition {
         if timestamp == -1 && !replica {
             return Ok(Some((inner.high_watermark, -1)));
         }
-        let found = lock(&inner.log).fetch_offset_by_timestamp(timestamp).map_err(|e| e.error_code())?;
+        let found = lock(&inner.log)
+            .fetch_offset_by_timestamp(timestamp)
+            .map_err(|e| e.error_code())?;
         // A consumer never sees offsets at or past the HW.
         Ok(found.filter(|(offset, _)| replica || *offset < inner.high_watermark || timestamp == -2))
     }

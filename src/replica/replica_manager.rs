@@ -41,6 +41,18 @@ pub struct ReplicaManager {
     min_insync_replicas: i32,
     /// Bumped on every append and high-watermark move: what delayed fetches and produces wait on.
     changes: watch::Sender<u64>,
+    /// Fetches waiting in the purgatory (Kafka's PurgatorySize for delayedOperation=Fetch).
+    delayed_fetches: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a fetch as delayed while it lives.
+#[derive(Debug)]
+pub struct DelayedFetchGuard<'a>(&'a ReplicaManager);
+
+impl Drop for DelayedFetchGuard<'_> {
+    fn drop(&mut self) {
+        self.0.delayed_fetches.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl ReplicaManager {
@@ -54,6 +66,7 @@ impl ReplicaManager {
             broker_epoch: AtomicI64::new(-1),
             min_insync_replicas,
             changes,
+            delayed_fetches: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -74,7 +87,11 @@ impl ReplicaManager {
     }
 
     pub fn partition(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
-        self.partitions.read().unwrap_or_else(|p| p.into_inner()).get(tp).cloned()
+        self.partitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tp)
+            .cloned()
     }
 
     /// The partition with `topic_id` and index, for Fetch v13+.
@@ -102,6 +119,17 @@ impl ReplicaManager {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
+    /// Marks a fetch as waiting in the purgatory until the guard drops.
+    pub fn delay_fetch(&self) -> DelayedFetchGuard<'_> {
+        self.delayed_fetches.fetch_add(1, Ordering::SeqCst);
+        DelayedFetchGuard(self)
+    }
+
+    /// Fetches currently waiting for data.
+    pub fn delayed_fetches(&self) -> usize {
+        self.delayed_fetches.load(Ordering::SeqCst)
+    }
+
     pub fn subscribe_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }
@@ -117,7 +145,8 @@ impl ReplicaManager {
         if epochs.broker_epoch != -1 && epochs.broker_epoch < ours {
             return Err(ec::STALE_BROKER_EPOCH);
         }
-        self.controller_epoch.fetch_max(epochs.controller_epoch, Ordering::SeqCst);
+        self.controller_epoch
+            .fetch_max(epochs.controller_epoch, Ordering::SeqCst);
         Ok(())
     }
 
@@ -160,11 +189,20 @@ impl ReplicaManager {
             Ok(log) => log,
             Err(e) => return e.error_code(),
         };
-        let partition = Arc::new(Partition::new(p.tp.clone(), p.topic_id, self.local, p.state.clone(), log));
+        let partition = Arc::new(Partition::new(
+            p.tp.clone(),
+            p.topic_id,
+            self.local,
+            p.state.clone(),
+            log,
+        ));
         if let Err(e) = partition.apply(p.state.clone(), self.min_insync_replicas) {
             return e.error_code();
         }
-        self.partitions.write().unwrap_or_else(|p| p.into_inner()).insert(p.tp.clone(), partition);
+        self.partitions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(p.tp.clone(), partition);
         ec::NONE
     }
 

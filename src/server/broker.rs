@@ -19,6 +19,9 @@ use crate::log::failure::LogDirFailureChannel;
 use crate::log::file::Faults;
 use crate::log::log_manager::{LogManager, LogManagerConfig};
 use crate::log::meta_properties::MetaPropertiesError;
+use crate::replica::ReplicaManager;
+use crate::server::apis::{ApiConfig, KafkaApis};
+use crate::server::metadata_cache::MetadataCache;
 use crate::types::{BrokerEpoch, BrokerId};
 use crate::zk::connect::{ConnectString, ConnectStringError};
 use crate::zk::kafka_zk_client::{KafkaZkClient, KafkaZkError};
@@ -98,6 +101,25 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     let bound = listeners::bind(config.listeners()).await?;
     let endpoints = listeners::advertised(config.advertised_listeners(), &bound);
 
+    let replica_manager = Arc::new(ReplicaManager::new(
+        id,
+        log_manager.clone(),
+        config.min_insync_replicas().max(1),
+    ));
+    let metadata_cache = Arc::new(MetadataCache::default());
+    let apis = Arc::new(KafkaApis {
+        broker_id: id,
+        cluster_id: cluster_id.clone(),
+        replica_manager: replica_manager.clone(),
+        metadata_cache: metadata_cache.clone(),
+        zk: zk.clone(),
+        config: ApiConfig {
+            auto_create_topics_enable: config.get_bool("auto.create.topics.enable").unwrap_or(true),
+            num_partitions: config.num_partitions(),
+            default_replication_factor: config.default_replication_factor(),
+        },
+    });
+
     let mut registrar = Registrar::new(
         zk.clone(),
         id,
@@ -107,6 +129,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     let events = session.subscribe();
     registrar.register().await?;
     let epoch = registrar.epoch();
+    replica_manager.set_broker_epoch(epoch.borrow().0);
 
     let (stop, stop_rx) = watch::channel(false);
     let (fatal_tx, fatal) = mpsc::channel(1);
@@ -133,6 +156,33 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
             stop_rx.clone(),
         )));
     }
+    tasks.push(tokio::spawn(follow_broker_epoch(
+        epoch.clone(),
+        replica_manager.clone(),
+    )));
+    tasks.push(tokio::spawn(checkpoint_high_watermarks_periodically(
+        log_manager.clone(),
+        replica_manager.clone(),
+        Duration::from_millis(
+            config
+                .get_i64("replica.high.watermark.checkpoint.interval.ms")
+                .unwrap_or(5_000)
+                .max(1) as u64,
+        ),
+        stop_rx.clone(),
+    )));
+    let rm = replica_manager.clone();
+    tasks.push(tokio::spawn(crate::log::log_manager::run_retention(
+        log_manager.clone(),
+        Duration::from_millis(
+            config
+                .get_i64("log.retention.check.interval.ms")
+                .unwrap_or(300_000)
+                .max(1) as u64,
+        ),
+        move |tp: &crate::types::TopicPartition| rm.partition(tp).map_or(0, |p| p.high_watermark()),
+        stop_rx.clone(),
+    )));
     let registration_stop = stop_rx.clone();
     tasks.push(tokio::spawn(async move {
         if let Err(e) = registrar.run(events, registration_stop).await {
@@ -150,6 +200,9 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         tasks,
         zk,
         log_manager,
+        replica_manager,
+        metadata_cache,
+        apis,
     })
 }
 
@@ -295,6 +348,34 @@ async fn flush_logs_periodically(manager: Arc<LogManager>, every: Duration, mut 
     }
 }
 
+/// Keeps the ReplicaManager's broker epoch (for STALE_BROKER_EPOCH checks) in step with the
+/// registration, which changes with every new ZooKeeper session.
+async fn follow_broker_epoch(mut epoch: watch::Receiver<BrokerEpoch>, rm: Arc<ReplicaManager>) {
+    while epoch.changed().await.is_ok() {
+        rm.set_broker_epoch(epoch.borrow().0);
+    }
+}
+
+/// Writes `replication-offset-checkpoint` every `replica.high.watermark.checkpoint.interval.ms`.
+async fn checkpoint_high_watermarks_periodically(
+    manager: Arc<LogManager>,
+    rm: Arc<ReplicaManager>,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {},
+            _ = stop.changed() => return,
+        }
+        let m = manager.clone();
+        let hws = rm.high_watermarks();
+        let _ = tokio::task::spawn_blocking(move || m.checkpoint_high_watermarks(&hws)).await;
+    }
+}
+
 /// Writes the recovery-point and log-start-offset checkpoints every interval.
 async fn checkpoint_logs_periodically(manager: Arc<LogManager>, every: Duration, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(every);
@@ -328,6 +409,9 @@ pub struct BrokerHandle {
     tasks: Vec<JoinHandle<()>>,
     zk: KafkaZkClient<ZkSession>,
     log_manager: Arc<LogManager>,
+    replica_manager: Arc<ReplicaManager>,
+    metadata_cache: Arc<MetadataCache>,
+    apis: Arc<KafkaApis>,
 }
 
 impl BrokerHandle {
@@ -342,6 +426,21 @@ impl BrokerHandle {
     /// The endpoints registered in ZooKeeper (bound ports filled in).
     pub fn advertised_endpoints(&self) -> &[AdvertisedEndpoint] {
         &self.endpoints
+    }
+
+    /// The partitions this broker hosts.
+    pub fn replica_manager(&self) -> &Arc<ReplicaManager> {
+        &self.replica_manager
+    }
+
+    /// What the controller last told this broker about the cluster.
+    pub fn metadata_cache(&self) -> &Arc<MetadataCache> {
+        &self.metadata_cache
+    }
+
+    /// The request handlers (what the socket server serves).
+    pub fn apis(&self) -> &Arc<KafkaApis> {
+        &self.apis
     }
 
     /// Every partition log on this broker.
@@ -381,7 +480,12 @@ impl BrokerHandle {
             tracing::warn!(error = %e, "could not delete the registration; it goes when the session closes");
         }
         let log_manager = self.log_manager.clone();
-        let _ = tokio::task::spawn_blocking(move || log_manager.flush_all(now_ms())).await;
+        let hws = self.replica_manager.high_watermarks();
+        let _ = tokio::task::spawn_blocking(move || {
+            log_manager.flush_all(now_ms());
+            log_manager.checkpoint_high_watermarks(&hws);
+        })
+        .await;
         for dir in &self.log_manager.live_dirs() {
             if let Err(e) = clean_shutdown::write(dir, epoch.0) {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot write the clean-shutdown marker");

@@ -93,15 +93,32 @@ impl MetadataCache {
     }
 
     pub fn live_brokers(&self) -> Vec<LiveBroker> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).brokers.values().cloned().collect()
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .brokers
+            .values()
+            .cloned()
+            .collect()
     }
 
     pub fn topic(&self, name: &str) -> Option<CachedTopic> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).topics.get(name).cloned()
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .topics
+            .get(name)
+            .cloned()
     }
 
     pub fn topic_names(&self) -> Vec<String> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).topics.keys().cloned().collect()
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .topics
+            .keys()
+            .cloned()
+            .collect()
     }
 
     /// Topic id → name, for Fetch v13+.
@@ -134,11 +151,23 @@ mod tests {
     fn updates_upsert_partitions_and_deletion_removes_the_topic() {
         let cache = MetadataCache::default();
         let id = uuid::Uuid::new_v4();
-        cache.update(BrokerId(1), vec![], vec![("t".into(), id, 0, partition(1)), ("t".into(), id, 1, partition(1))]);
+        cache.update(
+            BrokerId(1),
+            vec![],
+            vec![("t".into(), id, 0, partition(1)), ("t".into(), id, 1, partition(1))],
+        );
         assert_eq!(cache.topic("t").expect("topic").partitions.len(), 2);
-        cache.update(BrokerId(1), vec![], vec![("t".into(), id, 0, partition(LEADER_DURING_DELETE))]);
+        cache.update(
+            BrokerId(1),
+            vec![],
+            vec![("t".into(), id, 0, partition(LEADER_DURING_DELETE))],
+        );
         assert_eq!(cache.topic("t").expect("topic").partitions.len(), 1);
-        cache.update(BrokerId(1), vec![], vec![("t".into(), id, 1, partition(LEADER_DURING_DELETE))]);
+        cache.update(
+            BrokerId(1),
+            vec![],
+            vec![("t".into(), id, 1, partition(LEADER_DURING_DELETE))],
+        );
         assert!(cache.topic("t").is_none());
         assert_eq!(cache.controller_id(), Some(BrokerId(1)));
     }

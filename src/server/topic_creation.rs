@@ -21,11 +21,18 @@ pub fn valid_topic_name(name: &str) -> bool {
 
 /// Round-robin assignment over `brokers` (sorted), starting at `start`: partition p's replicas
 /// are brokers start+p, start+p+1, … (Kafka's rack-unaware assignment without the shift).
-pub fn assign_replicas(brokers: &[BrokerId], partitions: i32, replication_factor: i16, start: usize) -> BTreeMap<i32, Vec<BrokerId>> {
+pub fn assign_replicas(
+    brokers: &[BrokerId],
+    partitions: i32,
+    replication_factor: i16,
+    start: usize,
+) -> BTreeMap<i32, Vec<BrokerId>> {
     let n = brokers.len().max(1);
     (0..partitions)
         .map(|p| {
-            let replicas = (0..replication_factor as usize).map(|j| brokers[(start + p as usize + j) % n]).collect();
+            let replicas = (0..replication_factor as usize)
+                .map(|j| brokers[(start + p as usize + j) % n])
+                .collect();
             (p, replicas)
         })
         .collect()
@@ -40,7 +47,12 @@ pub(crate) async fn create_topic(apis: &KafkaApis, name: &str) -> Result<(), i16
     brokers.sort();
     let rf = apis.config.default_replication_factor;
     if rf < 1 || rf as usize > brokers.len() {
-        tracing::warn!(topic = name, rf, live = brokers.len(), "cannot auto-create topic: not enough brokers");
+        tracing::warn!(
+            topic = name,
+            rf,
+            live = brokers.len(),
+            "cannot auto-create topic: not enough brokers"
+        );
         return Err(38); // INVALID_REPLICATION_FACTOR
     }
     let start = (uuid::Uuid::new_v4().as_u128() % brokers.len() as u128) as usize;

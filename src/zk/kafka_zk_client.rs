@@ -3,7 +3,8 @@
 //! [`super::models`].
 
 use super::models::{
-    BrokerRegistration, ClusterIdZNode, DecodeError, EntityConfig, LogDirEventNotification, TopicAssignment, ZNodePayload,
+    BrokerRegistration, ClusterIdZNode, DecodeError, EntityConfig, LogDirEventNotification, TopicAssignment,
+    ZNodePayload,
 };
 use super::paths;
 use super::store::{create_recursive, CreateMode, Stat, ZkError, ZkStore};
@@ -185,8 +186,19 @@ impl<S: ZkStore> KafkaZkClient<S> {
         topic_id: uuid::Uuid,
     ) -> Result<(), KafkaZkError> {
         use base64::Engine;
-        let config = EntityConfig { version: 1, config: Default::default() };
-        match self.store.create(&paths::config_entity("topics", name), &config.encode(), CreateMode::Persistent).await {
+        let config = EntityConfig {
+            version: 1,
+            config: Default::default(),
+        };
+        match self
+            .store
+            .create(
+                &paths::config_entity("topics", name),
+                &config.encode(),
+                CreateMode::Persistent,
+            )
+            .await
+        {
             Ok(_) | Err(ZkError::NodeExists { .. }) => {}
             Err(e) => return Err(e.into()),
         }
@@ -197,7 +209,9 @@ impl<S: ZkStore> KafkaZkClient<S> {
             removing_replicas: Some(Default::default()),
             topic_id: Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(topic_id.as_bytes())),
         };
-        self.store.create(&paths::topic(name), &topic.encode(), CreateMode::Persistent).await?;
+        self.store
+            .create(&paths::topic(name), &topic.encode(), CreateMode::Persistent)
+            .await?;
         Ok(())
     }
 

@@ -24,18 +24,30 @@ fn ids(v: &[kafka_protocol::messages::BrokerId]) -> Vec<BrokerId> {
     v.iter().map(|b| BrokerId(b.0)).collect()
 }
 
-pub(super) fn leader_and_isr(apis: &KafkaApis, ctx: &RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse {
-    let epochs =
-        ControllerRequestEpochs { controller_epoch: request.controller_epoch, broker_epoch: request.broker_epoch };
+pub(super) fn leader_and_isr(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    request: LeaderAndIsrRequest,
+) -> LeaderAndIsrResponse {
+    let epochs = ControllerRequestEpochs {
+        controller_epoch: request.controller_epoch,
+        broker_epoch: request.broker_epoch,
+    };
     let mut partitions = Vec::new();
     let grouped = request.topic_states.into_iter().flat_map(|t| {
         let id = t.topic_id;
         t.partition_states.into_iter().map(move |p| (id, p))
     });
-    let ungrouped = request.ungrouped_partition_states.into_iter().map(|p| (uuid::Uuid::nil(), p));
+    let ungrouped = request
+        .ungrouped_partition_states
+        .into_iter()
+        .map(|p| (uuid::Uuid::nil(), p));
     for (topic_id, p) in ungrouped.chain(grouped) {
         partitions.push(LeaderAndIsrPartition {
-            tp: TopicPartition { topic: p.topic_name.0.to_string(), partition: p.partition_index },
+            tp: TopicPartition {
+                topic: p.topic_name.0.to_string(),
+                partition: p.partition_index,
+            },
             topic_id,
             state: PartitionState {
                 controller_epoch: p.controller_epoch,
@@ -47,7 +59,10 @@ pub(super) fn leader_and_isr(apis: &KafkaApis, ctx: &RequestContext, request: Le
             },
         });
     }
-    let results = match apis.replica_manager.become_leader_or_follower(epochs, partitions, now_ms()) {
+    let results = match apis
+        .replica_manager
+        .become_leader_or_follower(epochs, partitions, now_ms())
+    {
         Ok(r) => r,
         Err(code) => return LeaderAndIsrResponse::default().with_error_code(code),
     };
@@ -55,10 +70,16 @@ pub(super) fn leader_and_isr(apis: &KafkaApis, ctx: &RequestContext, request: Le
     if ctx.api_version >= 5 {
         let mut topics: Vec<LeaderAndIsrTopicError> = Vec::new();
         for (tp, id, code) in results {
-            let error = LeaderAndIsrPartitionError::default().with_partition_index(tp.partition).with_error_code(code);
+            let error = LeaderAndIsrPartitionError::default()
+                .with_partition_index(tp.partition)
+                .with_error_code(code);
             match topics.iter_mut().find(|t| t.topic_id == id) {
                 Some(t) => t.partition_errors.push(error),
-                None => topics.push(LeaderAndIsrTopicError::default().with_topic_id(id).with_partition_errors(vec![error])),
+                None => topics.push(
+                    LeaderAndIsrTopicError::default()
+                        .with_topic_id(id)
+                        .with_partition_errors(vec![error]),
+                ),
             }
         }
         response.topics = topics;
@@ -88,7 +109,11 @@ pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) 
             endpoints: b
                 .endpoints
                 .into_iter()
-                .map(|e| BrokerEndpoint { listener: e.listener.to_string(), host: e.host.to_string(), port: e.port })
+                .map(|e| BrokerEndpoint {
+                    listener: e.listener.to_string(),
+                    host: e.host.to_string(),
+                    port: e.port,
+                })
                 .collect(),
             rack: b.rack.map(|r| r.to_string()),
         })
@@ -97,7 +122,10 @@ pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) 
         let id = t.topic_id;
         t.partition_states.into_iter().map(move |p| (id, p))
     });
-    let ungrouped = request.ungrouped_partition_states.into_iter().map(|p| (uuid::Uuid::nil(), p));
+    let ungrouped = request
+        .ungrouped_partition_states
+        .into_iter()
+        .map(|p| (uuid::Uuid::nil(), p));
     let partitions = ungrouped
         .chain(grouped)
         .map(|(id, p)| {
@@ -111,26 +139,44 @@ pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) 
             (p.topic_name.0.to_string(), id, p.partition_index, state)
         })
         .collect();
-    apis.metadata_cache.update(BrokerId(request.controller_id.0), brokers, partitions);
+    apis.metadata_cache
+        .update(BrokerId(request.controller_id.0), brokers, partitions);
     UpdateMetadataResponse::default()
 }
 
 pub(super) fn stop_replica(apis: &KafkaApis, request: StopReplicaRequest) -> StopReplicaResponse {
-    let epochs =
-        ControllerRequestEpochs { controller_epoch: request.controller_epoch, broker_epoch: request.broker_epoch };
+    let epochs = ControllerRequestEpochs {
+        controller_epoch: request.controller_epoch,
+        broker_epoch: request.broker_epoch,
+    };
     let delete_all = request.delete_partitions;
     let mut partitions = Vec::new();
     for p in request.ungrouped_partitions {
-        partitions.push((TopicPartition { topic: p.topic_name.0.to_string(), partition: p.partition_index }, delete_all));
+        partitions.push((
+            TopicPartition {
+                topic: p.topic_name.0.to_string(),
+                partition: p.partition_index,
+            },
+            delete_all,
+        ));
     }
     for t in request.topics {
         for index in t.partition_indexes {
-            partitions.push((TopicPartition { topic: t.name.0.to_string(), partition: index }, delete_all));
+            partitions.push((
+                TopicPartition {
+                    topic: t.name.0.to_string(),
+                    partition: index,
+                },
+                delete_all,
+            ));
         }
     }
     for t in request.topic_states {
         for p in t.partition_states {
-            let tp = TopicPartition { topic: t.topic_name.0.to_string(), partition: p.partition_index };
+            let tp = TopicPartition {
+                topic: t.topic_name.0.to_string(),
+                partition: p.partition_index,
+            };
             partitions.push((tp, p.delete_partition));
         }
     }

@@ -27,18 +27,30 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
     let version = ctx.api_version;
     // KIP-227: a request continuing a session we never created cannot be served.
     if request.session_id != 0 && request.session_epoch > 0 {
-        return FetchResponse::default().with_error_code(ec::FETCH_SESSION_ID_NOT_FOUND).with_session_id(0);
+        return FetchResponse::default()
+            .with_error_code(ec::FETCH_SESSION_ID_NOT_FOUND)
+            .with_session_id(0);
     }
-    let replica_id = if version >= 15 { request.replica_state.replica_id.0 } else { request.replica_id.0 };
+    let replica_id = if version >= 15 {
+        request.replica_state.replica_id.0
+    } else {
+        request.replica_id.0
+    };
     let replica = (replica_id >= 0).then_some(BrokerId(replica_id));
-    let names_by_id = if version >= 13 { apis.metadata_cache.topic_names_by_id() } else { Default::default() };
+    let names_by_id = if version >= 13 {
+        apis.metadata_cache.topic_names_by_id()
+    } else {
+        Default::default()
+    };
     let mut topics: Vec<FetchableTopicResponse> = Vec::with_capacity(request.topics.len());
     let mut wanted = Vec::new();
     for topic in &request.topics {
         let name = if version >= 13 {
             names_by_id.get(&topic.topic_id).cloned().or_else(|| {
                 topic.partitions.first().and_then(|p| {
-                    apis.replica_manager.partition_by_id(topic.topic_id, p.partition).map(|p| p.tp.topic.clone())
+                    apis.replica_manager
+                        .partition_by_id(topic.topic_id, p.partition)
+                        .map(|p| p.tp.topic.clone())
                 })
             })
         } else {
@@ -67,10 +79,15 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
     let min_bytes = request.min_bytes.max(0) as usize;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let mut changes = rm.subscribe_changes();
+    let mut delayed = None;
     loop {
         let mut total = 0usize;
         let mut errors = false;
-        let mut budget = if request.max_bytes > 0 { request.max_bytes as usize } else { usize::MAX };
+        let mut budget = if request.max_bytes > 0 {
+            request.max_bytes as usize
+        } else {
+            usize::MAX
+        };
         let mut results = Vec::with_capacity(wanted.len());
         for w in &wanted {
             let data = read_partition(apis, w, replica, budget, version);
@@ -91,20 +108,34 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
             return FetchResponse::default().with_session_id(0).with_responses(topics);
         }
         // Wait for an append (or HW move) anywhere, then read again.
+        delayed.get_or_insert_with(|| rm.delay_fetch());
         let _ = tokio::time::timeout_at(deadline, changes.changed()).await;
     }
 }
 
-fn read_partition(apis: &KafkaApis, w: &Wanted, replica: Option<BrokerId>, budget: usize, version: i16) -> PartitionData {
+fn read_partition(
+    apis: &KafkaApis,
+    w: &Wanted,
+    replica: Option<BrokerId>,
+    budget: usize,
+    version: i16,
+) -> PartitionData {
     let mut data = PartitionData::default().with_partition_index(w.partition);
     data.high_watermark = -1;
     data.last_stable_offset = -1;
     data.log_start_offset = -1;
     let Some(name) = &w.name else {
-        data.error_code = if version >= 13 { ec::UNKNOWN_TOPIC_ID } else { ec::UNKNOWN_TOPIC_OR_PARTITION };
+        data.error_code = if version >= 13 {
+            ec::UNKNOWN_TOPIC_ID
+        } else {
+            ec::UNKNOWN_TOPIC_OR_PARTITION
+        };
         return data;
     };
-    let tp = TopicPartition { topic: name.clone(), partition: w.partition };
+    let tp = TopicPartition {
+        topic: name.clone(),
+        partition: w.partition,
+    };
     let Some(partition) = apis.replica_manager.partition(&tp) else {
         data.error_code = ec::UNKNOWN_TOPIC_OR_PARTITION;
         return data;
@@ -115,7 +146,12 @@ fn read_partition(apis: &KafkaApis, w: &Wanted, replica: Option<BrokerId>, budge
     }
     // At least one whole batch comes back even when it exceeds the limits (KIP-74).
     let limit = w.max_bytes.min(budget);
-    match partition.read(w.fetch_offset, limit, replica, apis.replica_manager.min_insync_replicas()) {
+    match partition.read(
+        w.fetch_offset,
+        limit,
+        replica,
+        apis.replica_manager.min_insync_replicas(),
+    ) {
         Ok(read) => {
             data.high_watermark = read.high_watermark;
             data.last_stable_offset = read.high_watermark;

@@ -22,7 +22,10 @@ pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffset
                     let mut resp = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
                     resp.timestamp = -1;
                     resp.offset = -1;
-                    let tp = TopicPartition { topic: topic.name.0.to_string(), partition: p.partition_index };
+                    let tp = TopicPartition {
+                        topic: topic.name.0.to_string(),
+                        partition: p.partition_index,
+                    };
                     let result = match apis.replica_manager.partition(&tp) {
                         None => Err(ec::UNKNOWN_TOPIC_OR_PARTITION),
                         Some(partition) => partition
@@ -46,7 +49,9 @@ pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffset
                     resp
                 })
                 .collect();
-            ListOffsetsTopicResponse::default().with_name(topic.name).with_partitions(partitions)
+            ListOffsetsTopicResponse::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
         })
         .collect();
     ListOffsetsResponse::default().with_topics(topics)

@@ -4,7 +4,9 @@
 //! request allow it, the way Kafka's admin path does: `/config/topics/<t>` first, then
 //! `/brokers/topics/<t>`; clients see LEADER_NOT_AVAILABLE until the controller elects.
 
-use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
 use kafka_protocol::messages::{BrokerId as KpBrokerId, MetadataRequest, MetadataResponse, TopicName};
 
 use super::{str_bytes, KafkaApis};
@@ -47,7 +49,11 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
                     .map(|(index, p)| {
                         let leader_alive = p.leader >= 0 && !p.offline_replicas.iter().any(|r| r.0 == p.leader);
                         MetadataResponsePartition::default()
-                            .with_error_code(if leader_alive { ec::NONE } else { ec::LEADER_NOT_AVAILABLE })
+                            .with_error_code(if leader_alive {
+                                ec::NONE
+                            } else {
+                                ec::LEADER_NOT_AVAILABLE
+                            })
                             .with_partition_index(*index)
                             .with_leader_id(KpBrokerId(p.leader))
                             .with_leader_epoch(p.leader_epoch)

@@ -45,16 +45,16 @@ impl RequestHandler for KafkaApis {
             RequestKind::Fetch(r) => Some(ResponseKind::Fetch(fetch::handle(self, &ctx, r).await)),
             RequestKind::ListOffsets(r) => Some(ResponseKind::ListOffsets(list_offsets::handle(self, &ctx, r))),
             RequestKind::Metadata(r) => Some(ResponseKind::Metadata(metadata::handle(self, &ctx, r).await)),
-            RequestKind::LeaderAndIsr(r) => {
-                Some(ResponseKind::LeaderAndIsr(controller_requests::leader_and_isr(self, &ctx, r)))
-            }
-            RequestKind::UpdateMetadata(r) => {
-                Some(ResponseKind::UpdateMetadata(controller_requests::update_metadata(self, r)))
-            }
+            RequestKind::LeaderAndIsr(r) => Some(ResponseKind::LeaderAndIsr(controller_requests::leader_and_isr(
+                self, &ctx, r,
+            ))),
+            RequestKind::UpdateMetadata(r) => Some(ResponseKind::UpdateMetadata(controller_requests::update_metadata(
+                self, r,
+            ))),
             RequestKind::StopReplica(r) => Some(ResponseKind::StopReplica(controller_requests::stop_replica(self, r))),
-            RequestKind::ControlledShutdown(_) => {
-                Some(ResponseKind::ControlledShutdown(controller_requests::controlled_shutdown()))
-            }
+            RequestKind::ControlledShutdown(_) => Some(ResponseKind::ControlledShutdown(
+                controller_requests::controlled_shutdown(),
+            )),
             other => {
                 tracing::warn!(api = ?ctx.api_key, "no handler for a supported API; closing the request without a response");
                 drop(other);
@@ -69,5 +69,8 @@ pub(crate) fn str_bytes(s: &str) -> StrBytes {
 }
 
 pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

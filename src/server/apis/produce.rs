@@ -12,7 +12,11 @@ use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
 use crate::types::TopicPartition;
 
-pub(super) async fn handle(apis: &KafkaApis, _ctx: &RequestContext, request: ProduceRequest) -> Option<ProduceResponse> {
+pub(super) async fn handle(
+    apis: &KafkaApis,
+    _ctx: &RequestContext,
+    request: ProduceRequest,
+) -> Option<ProduceResponse> {
     let acks = request.acks;
     let rm = &apis.replica_manager;
     let min_isr = rm.min_insync_replicas();
@@ -23,7 +27,10 @@ pub(super) async fn handle(apis: &KafkaApis, _ctx: &RequestContext, request: Pro
         let mut responses = Vec::with_capacity(topic.partition_data.len());
         for data in topic.partition_data {
             let mut resp = PartitionProduceResponse::default().with_index(data.index);
-            let tp = TopicPartition { topic: topic.name.0.to_string(), partition: data.index };
+            let tp = TopicPartition {
+                topic: topic.name.0.to_string(),
+                partition: data.index,
+            };
             let code = if !matches!(acks, -1..=1) {
                 ec::INVALID_REQUIRED_ACKS
             } else {
@@ -51,7 +58,11 @@ pub(super) async fn handle(apis: &KafkaApis, _ctx: &RequestContext, request: Pro
             resp.error_code = code;
             responses.push(resp);
         }
-        topics.push(TopicProduceResponse::default().with_name(topic.name).with_partition_responses(responses));
+        topics.push(
+            TopicProduceResponse::default()
+                .with_name(topic.name)
+                .with_partition_responses(responses),
+        );
     }
     rm.notify_change();
     if acks == 0 {

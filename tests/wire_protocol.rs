@@ -1,0 +1,200 @@
+//! The broker on the wire, driven by a test that acts as the controller: produce and fetch
+//! round trips, NOT_LEADER_OR_FOLLOWER and stale controller epochs, the fetch long-poll (woken
+//! by an append, or returning after max_wait_ms), and bad input that closes only its own
+//! connection while a producer keeps going.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::wire::{act_as_controller, TestTopic, Wire};
+use common::{unique_chroot, zookeeper, BrokerSpec};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    BrokerId as KpBrokerId, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, MetadataRequest,
+    MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kastle::config::KafkaConfig;
+use kastle::protocol::test_support::build_batch;
+use kastle::server::{Broker, BrokerHandle};
+
+async fn broker(id: i32, chroot: &str, dir: &std::path::Path) -> (BrokerHandle, String) {
+    let pairs = BrokerSpec::new(id, &zookeeper().connect(chroot)).pairs(dir);
+    let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let handle = Broker::start(&KafkaConfig::from_pairs(&refs).expect("config"))
+        .await
+        .expect("start");
+    let port = handle.advertised_endpoints()[0].port;
+    (handle, format!("127.0.0.1:{port}"))
+}
+
+fn topic_name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+fn produce(topic: &str, partition: i32, acks: i16, records: Vec<u8>) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(topic_name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(records.into()))])])
+}
+
+fn fetch(topic: &str, offset: i64, max_wait_ms: i32, min_bytes: i32) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(KpBrokerId(-1))
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(min_bytes)
+        .with_max_bytes(1 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(topic_name(topic))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(offset)
+                .with_partition_max_bytes(1 << 20)])])
+}
+
+async fn setup(test: &str) -> (BrokerHandle, String, tempfile::TempDir) {
+    let chroot = unique_chroot(test);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (handle, addr) = broker(1, &chroot, dir.path()).await;
+    let port: i32 = addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+    let topics = [
+        TestTopic {
+            name: "led".into(),
+            id: uuid::Uuid::new_v4(),
+            partitions: vec![(0, 1, vec![1])],
+        },
+        TestTopic {
+            name: "elsewhere".into(),
+            id: uuid::Uuid::new_v4(),
+            partitions: vec![(0, 2, vec![2, 1])],
+        },
+    ];
+    let brokers = [(1, "127.0.0.1".to_string(), port), (2, "127.0.0.1".to_string(), 1)];
+    act_as_controller(&addr, handle.broker_epoch().0, &brokers, &topics, 1).await;
+    (handle, addr, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn produced_batches_come_back_from_fetch_with_offsets_and_metadata_shows_leaders() {
+    let (broker, addr, _dir) = setup("roundtrip").await;
+    let mut wire = Wire::connect(&addr).await;
+    let metadata: MetadataResponse = wire.send(&MetadataRequest::default().with_topics(None), 12).await;
+    assert_eq!(metadata.brokers.len(), 2);
+    assert_eq!(metadata.controller_id.0, 1);
+    let led = metadata
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "led"))
+        .expect("topic");
+    assert_eq!((led.partitions[0].leader_id.0, led.partitions[0].leader_epoch), (1, 1));
+
+    for (i, acks) in [(0, 1i16), (1, -1)] {
+        let batch = build_batch(0, -1, &[(Some(&b"k"[..]), Some(format!("v{i}").as_bytes()))], 1_000 + i);
+        let response: ProduceResponse = wire.send(&produce("led", 0, acks, batch), 9).await;
+        let p = &response.responses[0].partition_responses[0];
+        assert_eq!((p.error_code, p.base_offset), (0, i));
+    }
+    let response: FetchResponse = wire.send(&fetch("led", 0, 0, 1), 12).await;
+    let data = &response.responses[0].partitions[0];
+    assert_eq!(data.error_code, 0);
+    assert_eq!(data.high_watermark, 2);
+    let records = data.records.clone().expect("records");
+    let headers: Vec<_> = kastle::protocol::record_batch::BatchScanner::new(&records)
+        .map_while(Result::ok)
+        .collect();
+    assert_eq!(
+        headers
+            .iter()
+            .map(|(_, h)| (h.base_offset, h.partition_leader_epoch))
+            .collect::<Vec<_>>(),
+        vec![(0, 1), (1, 1)]
+    );
+    broker.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_led_elsewhere_answers_not_leader_and_a_stale_controller_is_refused() {
+    let (broker, addr, _dir) = setup("notleader").await;
+    let mut wire = Wire::connect(&addr).await;
+    let batch = build_batch(0, -1, &[(None, Some(&b"v"[..]))], 1);
+    let response: ProduceResponse = wire.send(&produce("elsewhere", 0, 1, batch), 9).await;
+    assert_eq!(
+        response.responses[0].partition_responses[0].error_code, 6,
+        "NOT_LEADER_OR_FOLLOWER"
+    );
+    let response: ProduceResponse = wire
+        .send(&produce("nosuch", 0, 1, build_batch(0, -1, &[(None, None)], 1)), 9)
+        .await;
+    assert_eq!(
+        response.responses[0].partition_responses[0].error_code, 3,
+        "UNKNOWN_TOPIC_OR_PARTITION"
+    );
+    let stale = LeaderAndIsrRequest::default()
+        .with_controller_epoch(0)
+        .with_broker_epoch(broker.broker_epoch().0);
+    let response: LeaderAndIsrResponse = wire.send(&stale, 7).await;
+    assert_eq!(response.error_code, 11, "STALE_CONTROLLER_EPOCH");
+    let old_incarnation = LeaderAndIsrRequest::default()
+        .with_controller_epoch(1)
+        .with_broker_epoch(broker.broker_epoch().0 - 1);
+    let response: LeaderAndIsrResponse = wire.send(&old_incarnation, 7).await;
+    assert_eq!(response.error_code, 77, "STALE_BROKER_EPOCH");
+    broker.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_waits_for_max_wait_and_is_woken_by_an_append() {
+    let (broker, addr, _dir) = setup("longpoll").await;
+    let mut consumer = Wire::connect(&addr).await;
+    let started = Instant::now();
+    let empty: FetchResponse = consumer.send(&fetch("led", 0, 500, 1), 12).await;
+    let waited = started.elapsed();
+    assert!(empty.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .is_none_or(|r| r.is_empty()));
+    assert!(
+        waited >= Duration::from_millis(450) && waited < Duration::from_millis(3_000),
+        "waited {waited:?}"
+    );
+
+    let fetcher = tokio::spawn(async move {
+        let response: FetchResponse = consumer.send(&fetch("led", 0, 10_000, 1), 12).await;
+        (response, Instant::now())
+    });
+    // The fetch must be parked in the purgatory before the append, so it is the append that wakes it.
+    let rm = broker.replica_manager().clone();
+    common::wait_until(Duration::from_secs(5), "the fetch to wait in the purgatory", || {
+        let waiting = rm.delayed_fetches();
+        async move { waiting == 1 }
+    })
+    .await;
+    let mut wire = Wire::connect(&addr).await;
+    let _: ProduceResponse = wire
+        .send(
+            &produce("led", 0, 1, build_batch(0, -1, &[(None, Some(&b"x"[..]))], 1)),
+            9,
+        )
+        .await;
+    let produced = Instant::now();
+    let (response, returned) = fetcher.await.expect("fetcher");
+    assert!(!response.responses[0].partitions[0]
+        .records
+        .clone()
+        .expect("records")
+        .is_empty());
+    let lag = returned.saturating_duration_since(produced);
+    assert!(
+        lag < Duration::from_millis(1_000),
+        "the fetch returned {lag:?} after the append, long before max_wait"
+    );
+    broker.shutdown().await.expect("shutdown");
+}
