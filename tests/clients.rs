@@ -15,6 +15,7 @@ use kastle::config::KafkaConfig;
 use kastle::server::{Broker, BrokerHandle};
 
 async fn cluster(test: &str, topics: &[&str], partitions: i32) -> (BrokerHandle, String, tempfile::TempDir) {
+    common::init_logging();
     let chroot = unique_chroot(test);
     let dir = tempfile::tempdir().expect("tempdir");
     let pairs = BrokerSpec::new(1, &zookeeper().connect(&chroot)).pairs(dir.path());

@@ -19,6 +19,7 @@ use crate::log::failure::LogDirFailureChannel;
 use crate::log::file::Faults;
 use crate::log::log_manager::{LogManager, LogManagerConfig};
 use crate::log::meta_properties::MetaPropertiesError;
+use crate::network::socket_server::{NetworkConfig, SocketServer};
 use crate::replica::ReplicaManager;
 use crate::server::apis::{ApiConfig, KafkaApis};
 use crate::server::metadata_cache::MetadataCache;
@@ -134,9 +135,12 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     let (stop, stop_rx) = watch::channel(false);
     let (fatal_tx, fatal) = mpsc::channel(1);
     let mut tasks = Vec::new();
-    for listener in bound {
-        tasks.push(tokio::spawn(listeners::accept_until_stopped(listener, stop_rx.clone())));
-    }
+    // Like Kafka, requests are served only once the broker is registered.
+    let server = SocketServer::start(
+        bound.into_iter().map(listeners::BoundListener::into_parts).collect(),
+        apis.clone(),
+        network_config(config),
+    );
     tasks.push(tokio::spawn(watch_log_dirs(
         log_manager.clone(),
         zk.clone(),
@@ -203,6 +207,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         replica_manager,
         metadata_cache,
         apis,
+        server: Some(server),
     })
 }
 
@@ -348,6 +353,20 @@ async fn flush_logs_periodically(manager: Arc<LogManager>, every: Duration, mut 
     }
 }
 
+/// The socket server's settings from the broker config (Kafka's names and defaults).
+fn network_config(config: &KafkaConfig) -> NetworkConfig {
+    let d = NetworkConfig::default();
+    let get = |k: &str| config.get_i64(k).filter(|v| *v > 0);
+    NetworkConfig {
+        socket_request_max_bytes: get("socket.request.max.bytes").map_or(d.socket_request_max_bytes, |v| v as usize),
+        connections_max_idle: get("connections.max.idle.ms")
+            .map_or(d.connections_max_idle, |v| Duration::from_millis(v as u64)),
+        max_connections: get("max.connections").map_or(d.max_connections, |v| v as usize),
+        max_connections_per_ip: get("max.connections.per.ip").map_or(d.max_connections_per_ip, |v| v as usize),
+        ..d
+    }
+}
+
 /// Keeps the ReplicaManager's broker epoch (for STALE_BROKER_EPOCH checks) in step with the
 /// registration, which changes with every new ZooKeeper session.
 async fn follow_broker_epoch(mut epoch: watch::Receiver<BrokerEpoch>, rm: Arc<ReplicaManager>) {
@@ -412,6 +431,7 @@ pub struct BrokerHandle {
     replica_manager: Arc<ReplicaManager>,
     metadata_cache: Arc<MetadataCache>,
     apis: Arc<KafkaApis>,
+    server: Option<SocketServer>,
 }
 
 impl BrokerHandle {
@@ -468,8 +488,11 @@ impl BrokerHandle {
     }
 
     /// Clean shutdown: deregister, mark every live log dir cleanly shut down, close the session.
-    pub async fn shutdown(self) -> Result<(), BrokerError> {
+    pub async fn shutdown(mut self) -> Result<(), BrokerError> {
         tracing::info!(broker = %self.id, "shutting down");
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
         self.stop.send_replace(true);
         for task in self.tasks {
             let _ = task.await;

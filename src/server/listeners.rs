@@ -1,13 +1,10 @@
 //! Listener sockets. Each `listeners` entry is bound at start-up, before the broker registers,
 //! so a port of 0 is resolved to the bound port and that is what `advertised.listeners`
-//! publishes (as Kafka does). Serving the Kafka protocol on these sockets is the network
-//! module's job (the wire-protocol work); until then an accepted connection is closed at once,
-//! so a client fails fast instead of hanging.
+//! publishes (as Kafka does). The socket server takes them over once the broker is registered.
 
 use std::net::SocketAddr;
 
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 use crate::config::EndPoint;
 use crate::zk::models::AdvertisedEndpoint;
@@ -26,6 +23,13 @@ pub struct BoundListener {
 pub struct BindError {
     pub endpoint: String,
     pub source: std::io::Error,
+}
+
+impl BoundListener {
+    /// The listener name and socket, for the socket server.
+    pub fn into_parts(self) -> (String, TcpListener) {
+        (self.name, self.listener)
+    }
 }
 
 pub async fn bind(endpoints: &[EndPoint]) -> Result<Vec<BoundListener>, BindError> {
@@ -87,21 +91,4 @@ fn local_host_name() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_string())
-}
-
-/// Accepts connections until `stop` turns true. Connections are closed at once until the
-/// Kafka protocol is served here.
-pub async fn accept_until_stopped(listener: BoundListener, mut stop: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            accepted = listener.listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    tracing::debug!(listener = %listener.name, %peer, "closing connection: the Kafka protocol is not served yet");
-                    drop(stream);
-                }
-                Err(e) => tracing::warn!(listener = %listener.name, error = %e, "accept failed"),
-            },
-            _ = stop.changed() => return,
-        }
-    }
 }

@@ -37,6 +37,17 @@ where
     }
 }
 
+/// Logs from in-process brokers go to the test output when `KASTLE_TEST_LOG` is set (a tracing
+/// filter such as `debug` or `kastle=info`).
+pub fn init_logging() {
+    if let Ok(filter) = std::env::var("KASTLE_TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 /// A fresh chroot name for one test.
 pub fn unique_chroot(test: &str) -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};

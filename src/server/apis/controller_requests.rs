@@ -34,18 +34,19 @@ pub(super) fn leader_and_isr(
         broker_epoch: request.broker_epoch,
     };
     let mut partitions = Vec::new();
+    // From v2 partition states are grouped by topic and carry no topic name of their own.
     let grouped = request.topic_states.into_iter().flat_map(|t| {
-        let id = t.topic_id;
-        t.partition_states.into_iter().map(move |p| (id, p))
+        let (id, name) = (t.topic_id, t.topic_name.0.to_string());
+        t.partition_states.into_iter().map(move |p| (id, name.clone(), p))
     });
     let ungrouped = request
         .ungrouped_partition_states
         .into_iter()
-        .map(|p| (uuid::Uuid::nil(), p));
-    for (topic_id, p) in ungrouped.chain(grouped) {
+        .map(|p| (uuid::Uuid::nil(), p.topic_name.0.to_string(), p));
+    for (topic_id, topic, p) in ungrouped.chain(grouped) {
         partitions.push(LeaderAndIsrPartition {
             tp: TopicPartition {
-                topic: p.topic_name.0.to_string(),
+                topic,
                 partition: p.partition_index,
             },
             topic_id,
@@ -118,17 +119,18 @@ pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) 
             rack: b.rack.map(|r| r.to_string()),
         })
         .collect();
+    // From v5 partition states are grouped by topic and carry no topic name of their own.
     let grouped = request.topic_states.into_iter().flat_map(|t| {
-        let id = t.topic_id;
-        t.partition_states.into_iter().map(move |p| (id, p))
+        let (id, name) = (t.topic_id, t.topic_name.0.to_string());
+        t.partition_states.into_iter().map(move |p| (id, name.clone(), p))
     });
     let ungrouped = request
         .ungrouped_partition_states
         .into_iter()
-        .map(|p| (uuid::Uuid::nil(), p));
+        .map(|p| (uuid::Uuid::nil(), p.topic_name.0.to_string(), p));
     let partitions = ungrouped
         .chain(grouped)
-        .map(|(id, p)| {
+        .map(|(id, topic, p)| {
             let state = CachedPartition {
                 leader: p.leader.0,
                 leader_epoch: p.leader_epoch,
@@ -136,7 +138,7 @@ pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) 
                 replicas: ids(&p.replicas),
                 offline_replicas: ids(&p.offline_replicas),
             };
-            (p.topic_name.0.to_string(), id, p.partition_index, state)
+            (topic, id, p.partition_index, state)
         })
         .collect();
     apis.metadata_cache

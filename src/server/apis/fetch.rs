@@ -123,7 +123,6 @@ fn read_partition(
     let mut data = PartitionData::default().with_partition_index(w.partition);
     data.high_watermark = -1;
     data.last_stable_offset = -1;
-    data.log_start_offset = -1;
     let Some(name) = &w.name else {
         data.error_code = if version >= 13 {
             ec::UNKNOWN_TOPIC_ID
@@ -155,7 +154,9 @@ fn read_partition(
         Ok(read) => {
             data.high_watermark = read.high_watermark;
             data.last_stable_offset = read.high_watermark;
-            data.log_start_offset = read.log_start_offset;
+            if version >= 5 {
+                data.log_start_offset = read.log_start_offset;
+            }
             data.records = Some(read.records);
         }
         Err(code) => data.error_code = code,

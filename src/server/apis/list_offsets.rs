@@ -40,7 +40,9 @@ pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffset
                             } else {
                                 resp.offset = offset;
                                 resp.timestamp = timestamp;
-                                resp.leader_epoch = epoch;
+                                if ctx.api_version >= 4 {
+                                    resp.leader_epoch = epoch;
+                                }
                             }
                         }
                         Ok((None, _)) => {}

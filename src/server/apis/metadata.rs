@@ -16,6 +16,7 @@ use crate::server::topic_creation::{create_topic, valid_topic_name};
 
 pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: MetadataRequest) -> MetadataResponse {
     let cache = &apis.metadata_cache;
+    let version = ctx.api_version;
     let brokers: Vec<MetadataResponseBroker> = cache
         .live_brokers()
         .into_iter()
@@ -26,7 +27,11 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
                     .with_node_id(KpBrokerId(b.id.0))
                     .with_host(str_bytes(&ep.host))
                     .with_port(ep.port)
-                    .with_rack(b.rack.as_deref().map(str_bytes)),
+                    .with_rack(if version >= 1 {
+                        b.rack.as_deref().map(str_bytes)
+                    } else {
+                        None
+                    }),
             )
         })
         .collect();
@@ -42,7 +47,9 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
         let mut topic = MetadataResponseTopic::default().with_name(Some(TopicName(str_bytes(&name))));
         match cache.topic(&name) {
             Some(cached) => {
-                topic.topic_id = cached.id;
+                if version >= 10 {
+                    topic.topic_id = cached.id;
+                }
                 topic.partitions = cached
                     .partitions
                     .iter()
@@ -79,9 +86,12 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
         }
         topics.push(topic);
     }
-    MetadataResponse::default()
-        .with_brokers(brokers)
-        .with_cluster_id(Some(str_bytes(&apis.cluster_id)))
-        .with_controller_id(KpBrokerId(cache.controller_id().map_or(-1, |c| c.0)))
-        .with_topics(topics)
+    let mut response = MetadataResponse::default().with_brokers(brokers).with_topics(topics);
+    if version >= 2 {
+        response.cluster_id = Some(str_bytes(&apis.cluster_id));
+    }
+    if version >= 1 {
+        response.controller_id = KpBrokerId(cache.controller_id().map_or(-1, |c| c.0));
+    }
+    response
 }

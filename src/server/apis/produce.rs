@@ -12,11 +12,7 @@ use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
 use crate::types::TopicPartition;
 
-pub(super) async fn handle(
-    apis: &KafkaApis,
-    _ctx: &RequestContext,
-    request: ProduceRequest,
-) -> Option<ProduceResponse> {
+pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequest) -> Option<ProduceResponse> {
     let acks = request.acks;
     let rm = &apis.replica_manager;
     let min_isr = rm.min_insync_replicas();
@@ -43,8 +39,9 @@ pub(super) async fn handle(
                         match partition.append_as_leader(&mut bytes, acks, min_isr, now_ms()) {
                             Ok(info) => {
                                 resp.base_offset = info.first_offset;
-                                resp.log_append_time_ms = info.log_append_time;
-                                resp.log_start_offset = 0;
+                                if ctx.api_version >= 2 {
+                                    resp.log_append_time_ms = info.log_append_time;
+                                }
                                 if acks == -1 {
                                     waits.push((topics.len(), responses.len(), partition, info.last_offset + 1));
                                 }

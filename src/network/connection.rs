@@ -1,0 +1,424 @@
+//! One client connection: Kafka framing (4-byte big-endian size, then the request), request
+//! headers, version checks, ApiVersions, and the hand-off to the [`RequestHandler`].
+//!
+//! Requests on a connection are handled one at a time, in arrival order, so responses leave in
+//! request order: Kafka mutes a channel while its request is in flight and clients rely on
+//! the ordering to match correlation ids. Anything a peer can get wrong (a bad size, an unknown
+//! API key, an undecodable header or body, an unsupported version with no error response)
+//! closes this connection only, with a log line naming the peer and the reason.
+//!
+//! Owns the socket and its bytes; must not touch broker state (that is the handler's).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tracing::{debug, warn};
+
+use super::api_versions::{
+    answer_api_versions, error_name, is_supported, unsupported_version_response, UNSUPPORTED_VERSION,
+};
+use super::handler::{RequestContext, RequestHandler};
+
+/// Where the socket server is in its life; connections watch it to know when to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum ServerState {
+    Running,
+    /// Read no new request; finish the one in flight and write its response.
+    Draining,
+    /// Stop now, even mid-request (the drain deadline passed).
+    Closed,
+}
+
+/// Why a connection was closed by us.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("socket error: {source}")]
+    Io {
+        #[from]
+        source: std::io::Error,
+    },
+    #[error("no activity for {idle:?} (connections.max.idle.ms)")]
+    Idle { idle: Duration },
+    #[error("invalid request size {size}")]
+    NegativeSize { size: i32 },
+    #[error("request size {size} is larger than socket.request.max.bytes = {max}")]
+    RequestTooLarge { size: usize, max: usize },
+    #[error("peer closed the connection {received} bytes into a {expected}-byte frame")]
+    Truncated { expected: usize, received: usize },
+    #[error("a {len}-byte request is too short for a request header")]
+    NoHeader { len: usize },
+    #[error("unknown API key {api_key}")]
+    UnknownApiKey { api_key: i16 },
+    #[error("undecodable {api_key:?} v{api_version} request header: {reason}")]
+    BadHeader {
+        api_key: ApiKey,
+        api_version: i16,
+        reason: String,
+    },
+    #[error("undecodable {api_key:?} v{api_version} request body: {reason}")]
+    BadBody {
+        api_key: ApiKey,
+        api_version: i16,
+        reason: String,
+    },
+    #[error("{api_key:?} v{api_version} is not a version we serve, and its response cannot carry the error")]
+    UnsupportedVersion { api_key: ApiKey, api_version: i16 },
+    #[error("the handler's {api_key:?} v{api_version} response cannot be encoded: {reason}")]
+    UnencodableResponse {
+        api_key: ApiKey,
+        api_version: i16,
+        reason: String,
+    },
+}
+
+impl ConnectionError {
+    /// Ordinary network weather (resets, idleness) rather than a peer breaking the protocol.
+    fn is_routine(&self) -> bool {
+        matches!(self, Self::Io { .. } | Self::Idle { .. } | Self::Truncated { .. })
+    }
+}
+
+/// How a connection ended without an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    PeerClosed,
+    ServerShutdown,
+}
+
+/// A connection's socket, limits and the handler its requests go to.
+#[derive(Debug)]
+pub(crate) struct Connection<H> {
+    /// Buffered so that pipelined small requests cost one read, not two per frame.
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+    peer: SocketAddr,
+    listener: String,
+    handler: Arc<H>,
+    /// `socket.request.max.bytes`: the largest frame we will buffer.
+    max_request_bytes: usize,
+    /// `connections.max.idle.ms`: how long a read or write may make no progress.
+    idle: Duration,
+}
+
+impl<H: RequestHandler> Connection<H> {
+    pub(crate) fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        listener: String,
+        handler: Arc<H>,
+        max_request_bytes: usize,
+        idle: Duration,
+    ) -> Self {
+        let (reader, writer) = stream.into_split();
+        Self {
+            reader: BufReader::new(reader),
+            writer,
+            peer,
+            listener,
+            handler,
+            max_request_bytes,
+            idle,
+        }
+    }
+
+    /// Serves requests until the peer leaves, a request is bad, or the server shuts down.
+    pub(crate) async fn run(mut self, mut state: watch::Receiver<ServerState>) {
+        let peer = self.peer;
+        let listener = self.listener.clone();
+        match self.serve(&mut state).await {
+            Ok(ended) => debug!(%peer, %listener, ?ended, "connection ended"),
+            Err(error) if error.is_routine() => debug!(%peer, %listener, reason = %error, "closing connection"),
+            Err(error) => warn!(%peer, %listener, reason = %error, "closing connection"),
+        }
+    }
+
+    async fn serve(&mut self, state: &mut watch::Receiver<ServerState>) -> Result<Ended, ConnectionError> {
+        loop {
+            let frame = tokio::select! {
+                biased;
+                () = reached(state, ServerState::Draining) => return Ok(Ended::ServerShutdown),
+                frame = read_frame(&mut self.reader, self.max_request_bytes, self.idle) => frame?,
+            };
+            let Some(frame) = frame else {
+                return Ok(Ended::PeerClosed);
+            };
+            // Once read, a request is in flight: only the hard stop interrupts it.
+            tokio::select! {
+                biased;
+                () = reached(state, ServerState::Closed) => return Ok(Ended::ServerShutdown),
+                done = self.process(frame) => done?,
+            }
+        }
+    }
+
+    async fn process(&mut self, mut frame: Bytes) -> Result<(), ConnectionError> {
+        let (api_key, api_version) = peek_api(&frame)?;
+        let header = RequestHeader::decode(&mut frame, api_key.request_header_version(api_version)).map_err(|e| {
+            ConnectionError::BadHeader {
+                api_key,
+                api_version,
+                reason: format!("{e:#}"),
+            }
+        })?;
+        let correlation_id = header.correlation_id;
+
+        let (response, encode_at) = if api_key == ApiKey::ApiVersions {
+            let (response, encode_at) = api_versions_answer(&mut frame, api_version)?;
+            (Some(response), encode_at)
+        } else if is_supported(api_key, api_version) {
+            let request =
+                RequestKind::decode(api_key, &mut frame, api_version).map_err(undecodable(api_key, api_version))?;
+            count_request(api_key, api_version, fetch_metric_name(&request));
+            let ctx = RequestContext {
+                header,
+                api_key,
+                api_version,
+                peer: self.peer,
+                listener: self.listener.clone(),
+            };
+            (self.handler.handle(ctx, request).await, api_version)
+        } else {
+            let Some(response) = unsupported_version_response(api_key, api_version) else {
+                return Err(ConnectionError::UnsupportedVersion { api_key, api_version });
+            };
+            count_request(api_key, api_version, None);
+            count_error(api_key, UNSUPPORTED_VERSION);
+            (Some(response), api_version)
+        };
+
+        // `None` is a request with no response (Produce with acks=0): write nothing.
+        let Some(response) = response else { return Ok(()) };
+        let bytes = encode_response(api_key, correlation_id, &response, encode_at)?;
+        with_idle_limit(self.idle, self.writer.write_all(&bytes)).await
+    }
+}
+
+/// ApiVersions is answered here, not by the handler (as Kafka's network layer intercepts it
+/// for KIP-511). An unsupported version's body is not parsed: its layout is unknown.
+fn api_versions_answer(body: &mut Bytes, api_version: i16) -> Result<(ResponseKind, i16), ConnectionError> {
+    let api_key = ApiKey::ApiVersions;
+    let request = if is_supported(api_key, api_version) {
+        Some(ApiVersionsRequest::decode(body, api_version).map_err(undecodable(api_key, api_version))?)
+    } else {
+        None
+    };
+    let (response, encode_at) = answer_api_versions(api_version, request.as_ref());
+    count_request(api_key, api_version, None);
+    count_error(api_key, response.error_code);
+    Ok((ResponseKind::ApiVersions(response), encode_at))
+}
+
+fn undecodable<E: std::fmt::Display>(api_key: ApiKey, api_version: i16) -> impl FnOnce(E) -> ConnectionError {
+    move |e| ConnectionError::BadBody {
+        api_key,
+        api_version,
+        reason: format!("{e:#}"),
+    }
+}
+
+/// Waits until the server reaches `at_least` (or is gone, which counts as closed).
+async fn reached(state: &mut watch::Receiver<ServerState>, at_least: ServerState) {
+    // An error means the sender is dropped: the server no longer exists, so stop.
+    let _ = state.wait_for(|current| *current >= at_least).await;
+}
+
+/// Reads one frame; `None` when the peer closed cleanly between frames.
+///
+/// Mirrors Kafka's `NetworkReceive`: a negative size or one above `socket.request.max.bytes`
+/// is rejected before anything is allocated. The body buffer then grows as bytes arrive, so
+/// a peer that announces a large frame and sends nothing holds no memory for it.
+async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max_request_bytes: usize,
+    idle: Duration,
+) -> Result<Option<Bytes>, ConnectionError> {
+    const GROWTH: usize = 1 << 20;
+    let mut size_bytes = [0u8; 4];
+    let mut filled = 0;
+    while filled < size_bytes.len() {
+        let n = with_idle_limit(idle, reader.read(&mut size_bytes[filled..])).await?;
+        if n == 0 {
+            if filled == 0 {
+                return Ok(None);
+            }
+            return Err(ConnectionError::Truncated {
+                expected: 4,
+                received: filled,
+            });
+        }
+        filled += n;
+    }
+    let size = i32::from_be_bytes(size_bytes);
+    let size = usize::try_from(size).map_err(|_| ConnectionError::NegativeSize { size })?;
+    if size > max_request_bytes {
+        return Err(ConnectionError::RequestTooLarge {
+            size,
+            max: max_request_bytes,
+        });
+    }
+    let mut body = BytesMut::with_capacity(size.min(GROWTH));
+    while body.len() < size {
+        let missing = size - body.len();
+        body.reserve(missing.min(GROWTH));
+        // `take` keeps the read inside this frame; the next frame stays in the buffer.
+        let n = with_idle_limit(idle, (&mut *reader).take(missing as u64).read_buf(&mut body)).await?;
+        if n == 0 {
+            return Err(ConnectionError::Truncated {
+                expected: size,
+                received: body.len(),
+            });
+        }
+    }
+    Ok(Some(body.freeze()))
+}
+
+/// Runs one read or write, failing if it makes no progress within `idle`.
+async fn with_idle_limit<T>(
+    idle: Duration,
+    io: impl std::future::Future<Output = std::io::Result<T>>,
+) -> Result<T, ConnectionError> {
+    match tokio::time::timeout(idle, io).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(ConnectionError::Idle { idle }),
+    }
+}
+
+/// The API key and version every request header starts with.
+fn peek_api(frame: &[u8]) -> Result<(ApiKey, i16), ConnectionError> {
+    let [k0, k1, v0, v1, ..] = *frame else {
+        return Err(ConnectionError::NoHeader { len: frame.len() });
+    };
+    let raw_key = i16::from_be_bytes([k0, k1]);
+    let api_key = ApiKey::try_from(raw_key).map_err(|()| ConnectionError::UnknownApiKey { api_key: raw_key })?;
+    Ok((api_key, i16::from_be_bytes([v0, v1])))
+}
+
+/// Size prefix, response header (same correlation id) and body, in one buffer for one write.
+fn encode_response(
+    api_key: ApiKey,
+    correlation_id: i32,
+    response: &ResponseKind,
+    version: i16,
+) -> Result<Bytes, ConnectionError> {
+    let unencodable = |reason: String| ConnectionError::UnencodableResponse {
+        api_key,
+        api_version: version,
+        reason,
+    };
+    let mut buf = BytesMut::with_capacity(256);
+    buf.extend_from_slice(&[0; 4]);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut buf, api_key.response_header_version(version))
+        .map_err(|e| unencodable(format!("{e:#}")))?;
+    response
+        .encode(&mut buf, version)
+        .map_err(|e| unencodable(format!("{e:#}")))?;
+    let size = i32::try_from(buf.len() - 4).map_err(|_| unencodable(format!("{} bytes", buf.len())))?;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+/// Kafka also counts a Fetch under `FetchFollower` or `FetchConsumer` (`RequestChannel`).
+fn fetch_metric_name(request: &RequestKind) -> Option<&'static str> {
+    let RequestKind::Fetch(fetch) = request else {
+        return None;
+    };
+    // `replica_id` up to v14, `replica_state.replica_id` from v15; the unused one stays -1.
+    let from_follower = fetch.replica_id.0 >= 0 || fetch.replica_state.replica_id.0 >= 0;
+    Some(if from_follower {
+        "FetchFollower"
+    } else {
+        "FetchConsumer"
+    })
+}
+
+/// `kafka.network:type=RequestMetrics,name=RequestsPerSec,request=…,version=…` as the JMX
+/// exporter names it.
+fn count_request(api_key: ApiKey, version: i16, also_as: Option<&'static str>) {
+    let version = version.to_string();
+    let name = format!("{api_key:?}");
+    metrics::counter!("kafka_network_requestmetrics_requests_total", "request" => name, "version" => version.clone())
+        .increment(1);
+    if let Some(alias) = also_as {
+        metrics::counter!("kafka_network_requestmetrics_requests_total", "request" => alias, "version" => version)
+            .increment(1);
+    }
+}
+
+/// `…RequestMetrics,name=ErrorsPerSec,request=…,error=…`, for responses the network layer writes.
+fn count_error(api_key: ApiKey, code: i16) {
+    metrics::counter!(
+        "kafka_network_requestmetrics_errors_total",
+        "request" => format!("{api_key:?}"),
+        "error" => error_name(code)
+    )
+    .increment(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_frame_is_read_exactly_leaving_the_next_one_in_the_stream() -> anyhow::Result<()> {
+        let mut wire: &[u8] = &[0, 0, 0, 3, b'a', b'b', b'c', 0, 0, 0, 1, b'z'];
+        let idle = Duration::from_secs(5);
+        assert_eq!(read_frame(&mut wire, 16, idle).await?.as_deref(), Some(&b"abc"[..]));
+        assert_eq!(read_frame(&mut wire, 16, idle).await?.as_deref(), Some(&b"z"[..]));
+        assert_eq!(read_frame(&mut wire, 16, idle).await?, None);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn bad_sizes_and_short_frames_are_errors() {
+        let idle = Duration::from_secs(5);
+        let mut negative: &[u8] = &[0xff, 0xff, 0xff, 0xfe];
+        let mut too_large: &[u8] = &[0, 0, 0, 17];
+        let mut short_size: &[u8] = &[0, 0];
+        let mut short_body: &[u8] = &[0, 0, 0, 5, 1, 2];
+        assert!(matches!(
+            read_frame(&mut negative, 16, idle).await,
+            Err(ConnectionError::NegativeSize { size: -2 })
+        ));
+        assert!(matches!(
+            read_frame(&mut too_large, 16, idle).await,
+            Err(ConnectionError::RequestTooLarge { size: 17, max: 16 })
+        ));
+        assert!(matches!(
+            read_frame(&mut short_size, 16, idle).await,
+            Err(ConnectionError::Truncated {
+                expected: 4,
+                received: 2
+            })
+        ));
+        assert!(matches!(
+            read_frame(&mut short_body, 16, idle).await,
+            Err(ConnectionError::Truncated {
+                expected: 5,
+                received: 2
+            })
+        ));
+    }
+
+    #[test]
+    fn unknown_api_keys_and_headerless_frames_are_rejected_before_decoding() {
+        assert!(matches!(peek_api(&[0, 3, 0, 12, 9]), Ok((ApiKey::Metadata, 12))));
+        assert!(matches!(
+            peek_api(&[3, 0xe7, 0, 0]),
+            Err(ConnectionError::UnknownApiKey { api_key: 999 })
+        ));
+        assert!(matches!(
+            peek_api(&[0, 3, 0]),
+            Err(ConnectionError::NoHeader { len: 3 })
+        ));
+    }
+}
