@@ -198,3 +198,113 @@ async fn a_fetch_waits_for_max_wait_and_is_woken_by_an_append() {
     );
     broker.shutdown().await.expect("shutdown");
 }
+
+/// One malformed input: what it sends on a fresh connection.
+fn garbage(n: u64) -> Vec<u8> {
+    let mut x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let len = (next() % 200) as usize;
+    let mut body: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+    match n % 6 {
+        // Random bytes behind a consistent length.
+        0 => [(len as i32).to_be_bytes().to_vec(), body].concat(),
+        // A length far over socket.request.max.bytes.
+        1 => i32::MAX.to_be_bytes().to_vec(),
+        // A negative length.
+        2 => (-5i32).to_be_bytes().to_vec(),
+        // A truncated frame: promises more than it sends.
+        3 => [1000i32.to_be_bytes().to_vec(), body].concat(),
+        // An unknown API key with a valid header shape.
+        4 => {
+            let mut frame = vec![0x7F, 0x00, 0x00, 0x00, 0, 0, 0, 1, 0xFF, 0xFF];
+            frame.append(&mut body);
+            [(frame.len() as i32).to_be_bytes().to_vec(), frame].concat()
+        }
+        // Metadata at a version above what we support (13).
+        _ => {
+            let frame = vec![0x00, 0x03, 0x00, 0x0D, 0, 0, 0, 1, 0xFF, 0xFF, 0x00];
+            [(frame.len() as i32).to_be_bytes().to_vec(), frame].concat()
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_closes_only_its_own_connection_while_a_producer_keeps_going() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (broker, addr, _dir) = setup("fuzz").await;
+    let fuzz_addr = addr.clone();
+    let fuzzer = tokio::spawn(async move {
+        for n in 0..600u64 {
+            let mut stream = tokio::net::TcpStream::connect(&fuzz_addr).await.expect("connect");
+            let _ = stream.write_all(&garbage(n)).await;
+            let _ = stream.shutdown().await;
+            // Whatever comes back (an error response or nothing), the broker must end the
+            // connection rather than hang on it.
+            let mut sink = Vec::new();
+            let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut sink)).await;
+            assert!(read.is_ok(), "input {n} left the connection hanging");
+        }
+    });
+    let mut producer = Wire::connect(&addr).await;
+    for i in 0..300i64 {
+        let batch = build_batch(0, -1, &[(None, Some(format!("v{i}").as_bytes()))], i);
+        let response: ProduceResponse = producer.send(&produce("led", 0, 1, batch), 9).await;
+        let p = &response.responses[0].partition_responses[0];
+        assert_eq!((p.error_code, p.base_offset), (0, i), "produce {i}");
+    }
+    fuzzer.await.expect("fuzzer");
+    let mut consumer = Wire::connect(&addr).await;
+    let response: FetchResponse = consumer.send(&fetch("led", 299, 0, 1), 12).await;
+    assert_eq!(response.responses[0].partitions[0].high_watermark, 300);
+    broker.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_replica_with_delete_removes_the_partition_and_its_log() {
+    use kafka_protocol::messages::stop_replica_request::{StopReplicaPartitionState, StopReplicaTopicState};
+    use kafka_protocol::messages::{StopReplicaRequest, StopReplicaResponse};
+    let (broker, addr, _dir) = setup("stopreplica").await;
+    let log_dir = kastle::log::log_manager::lock(&broker.log_manager().get_log(&tp("led")).expect("log"))
+        .dir()
+        .to_path_buf();
+    assert!(log_dir.exists());
+    let mut wire = Wire::connect(&addr).await;
+    let request = StopReplicaRequest::default()
+        .with_controller_epoch(1)
+        .with_broker_epoch(broker.broker_epoch().0)
+        .with_topic_states(vec![StopReplicaTopicState::default()
+            .with_topic_name(topic_name("led"))
+            .with_partition_states(vec![StopReplicaPartitionState::default()
+                .with_partition_index(0)
+                .with_leader_epoch(2)
+                .with_delete_partition(true)])]);
+    let response: StopReplicaResponse = wire.send(&request, 4).await;
+    assert_eq!(response.error_code, 0);
+    assert_eq!(response.partition_errors[0].error_code, 0);
+    assert!(broker.replica_manager().partition(&tp("led")).is_none());
+    common::wait_until(Duration::from_secs(10), "the partition dir to be removed", || {
+        let gone = !log_dir.exists();
+        async move { gone }
+    })
+    .await;
+    let response: ProduceResponse = wire
+        .send(&produce("led", 0, 1, build_batch(0, -1, &[(None, None)], 1)), 9)
+        .await;
+    assert_eq!(
+        response.responses[0].partition_responses[0].error_code, 3,
+        "UNKNOWN_TOPIC_OR_PARTITION"
+    );
+    broker.shutdown().await.expect("shutdown");
+}
+
+fn tp(topic: &str) -> kastle::types::TopicPartition {
+    kastle::types::TopicPartition {
+        topic: topic.to_string(),
+        partition: 0,
+    }
+}

@@ -70,7 +70,8 @@ pub struct TestTopic {
     pub partitions: Vec<(i32, i32, Vec<i32>)>,
 }
 
-/// Acts as the controller: UpdateMetadata (brokers + partitions) then LeaderAndIsr to `broker`.
+/// Acts as the controller through kastle's internal client (the seam the controller and the
+/// replication tests use): UpdateMetadata (brokers + partitions), then LeaderAndIsr.
 pub async fn act_as_controller(
     addr: &str,
     broker_epoch: i64,
@@ -78,7 +79,9 @@ pub async fn act_as_controller(
     topics: &[TestTopic],
     leader_epoch: i32,
 ) {
-    let mut wire = Wire::connect(addr).await;
+    let client = kastle::client::BrokerConnection::connect(addr, "test-controller", std::time::Duration::from_secs(10))
+        .await
+        .expect("internal client connects");
     let live = brokers
         .iter()
         .map(|(id, host, port)| {
@@ -120,7 +123,7 @@ pub async fn act_as_controller(
         .with_broker_epoch(broker_epoch)
         .with_live_brokers(live)
         .with_topic_states(topic_states);
-    let response: UpdateMetadataResponse = wire.send(&update, 8).await;
+    let response: UpdateMetadataResponse = client.send(update, 8).await.expect("UpdateMetadata");
     assert_eq!(response.error_code, 0, "UpdateMetadata accepted");
     let states = topics
         .iter()
@@ -151,7 +154,7 @@ pub async fn act_as_controller(
         .with_controller_epoch(1)
         .with_broker_epoch(broker_epoch)
         .with_topic_states(states);
-    let response: LeaderAndIsrResponse = wire.send(&leader_and_isr, 7).await;
+    let response: LeaderAndIsrResponse = client.send(leader_and_isr, 7).await.expect("LeaderAndIsr");
     assert_eq!(response.error_code, 0, "LeaderAndIsr accepted");
     for t in &response.topics {
         for p in &t.partition_errors {
