@@ -308,3 +308,88 @@ fn tp(topic: &str) -> kastle::types::TopicPartition {
         partition: 0,
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_for_an_unknown_topic_creates_it_in_zookeeper_like_kafkas_admin_path() {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kastle::zk::store::ZkStore;
+    let chroot = unique_chroot("autocreate");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (broker, addr) = broker(1, &chroot, dir.path()).await;
+    let port: i32 = addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+    act_as_controller(&addr, broker.broker_epoch().0, &[(1, "127.0.0.1".into(), port)], &[], 1).await;
+    let mut wire = Wire::connect(&addr).await;
+    let ask = |name: &str, auto: bool| {
+        MetadataRequest::default()
+            .with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(topic_name(name)))
+            ]))
+            .with_allow_auto_topic_creation(auto)
+    };
+    let response: MetadataResponse = wire.send(&ask("not-created", false), 12).await;
+    assert_eq!(
+        response.topics[0].error_code, 3,
+        "UNKNOWN_TOPIC_OR_PARTITION without auto creation"
+    );
+    let response: MetadataResponse = wire.send(&ask("bad name!", true), 12).await;
+    assert_eq!(response.topics[0].error_code, 17, "INVALID_TOPIC_EXCEPTION");
+    let response: MetadataResponse = wire.send(&ask("auto-made", true), 12).await;
+    assert_eq!(
+        response.topics[0].error_code, 5,
+        "LEADER_NOT_AVAILABLE until the controller elects"
+    );
+
+    let zk = zookeeper().session(&chroot).await;
+    let (config, _) = zk
+        .get_data("/config/topics/auto-made")
+        .await
+        .expect("config written first");
+    assert_eq!(config, br#"{"version":1,"config":{}}"#);
+    let (assignment, _) = zk.get_data("/brokers/topics/auto-made").await.expect("assignment");
+    let problems =
+        kastle::zk::schema::validate(kastle::zk::paths::ZNodeKind::TopicAssignment, &assignment).expect("schema");
+    assert!(problems.is_empty(), "{problems:?}");
+    let json: serde_json::Value = serde_json::from_slice(&assignment).expect("json");
+    assert_eq!(json["version"], 3);
+    assert_eq!(json["partitions"]["0"], serde_json::json!([1]));
+    assert_eq!(json["topic_id"].as_str().map(str::len), Some(22));
+    assert!(zk
+        .exists("/brokers/topics/not-created")
+        .await
+        .expect("exists")
+        .is_none());
+    zk.close().await;
+    broker.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn produce_errors_carry_kafkas_codes_per_partition() {
+    let (broker, addr, _dir) = setup("produceerrors").await;
+    let mut wire = Wire::connect(&addr).await;
+    let good = || build_batch(0, -1, &[(None, Some(&b"v"[..]))], 1);
+    let response: ProduceResponse = wire.send(&produce("led", 0, 2, good()), 9).await;
+    assert_eq!(
+        response.responses[0].partition_responses[0].error_code, 21,
+        "INVALID_REQUIRED_ACKS"
+    );
+    let mut corrupt = good();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0xFF;
+    let response: ProduceResponse = wire.send(&produce("led", 0, 1, corrupt), 9).await;
+    assert_eq!(
+        response.responses[0].partition_responses[0].error_code, 2,
+        "CORRUPT_MESSAGE"
+    );
+    let huge = build_batch(0, -1, &[(None, Some(&vec![7u8; 1_100_000][..]))], 1);
+    let response: ProduceResponse = wire.send(&produce("led", 0, 1, huge), 9).await;
+    assert_eq!(
+        response.responses[0].partition_responses[0].error_code, 10,
+        "MESSAGE_TOO_LARGE"
+    );
+    let response: ProduceResponse = wire.send(&produce("led", 0, 1, good()), 9).await;
+    let ok = &response.responses[0].partition_responses[0];
+    assert_eq!((ok.error_code, ok.base_offset), (0, 0), "nothing invalid was written");
+    let response: FetchResponse = wire.send(&fetch("led", 5, 0, 1), 12).await;
+    assert_eq!(response.responses[0].partitions[0].error_code, 1, "OFFSET_OUT_OF_RANGE");
+    broker.shutdown().await.expect("shutdown");
+}
