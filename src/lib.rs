@@ -9,6 +9,7 @@
 //! | [`zk`] | Kafka's ZooKeeper layout: typed paths, JSON payload models, the store abstraction (real client and in-memory fake), session handling, schema validation |
 //! | [`protocol`] | wire-level formats without I/O: record batches (validation, in-place offset assignment) |
 //! | [`log`] | Kafka's on-disk log: segments, indexes, checkpoints, leader-epoch cache, recovery, retention, the LogManager and log-dir failure signalling |
+//! | [`controller`] | the ZK-mode controller: `/controller` election, epoch fencing, leader elections, requests to brokers |
 //! | [`client`] | the internal Kafka-protocol client: connections, correlation ids, timeouts, reconnect backoff, version negotiation |
 //! | [`network`] | listeners, framing, request headers, ApiVersions, per-connection ordering |
 //! | [`replica`] | the partitions this broker hosts: leader/follower state, high watermark, appends and reads |
@@ -20,6 +21,7 @@
 pub mod admin;
 pub mod client;
 pub mod config;
+pub mod controller;
 pub mod log;
 pub mod network;
 pub mod protocol;

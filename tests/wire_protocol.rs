@@ -143,7 +143,7 @@ async fn a_partition_led_elsewhere_answers_not_leader_and_a_stale_controller_is_
     let response: LeaderAndIsrResponse = wire.send(&stale, 7).await;
     assert_eq!(response.error_code, 11, "STALE_CONTROLLER_EPOCH");
     let old_incarnation = LeaderAndIsrRequest::default()
-        .with_controller_epoch(1)
+        .with_controller_epoch(common::wire::TEST_CONTROLLER_EPOCH)
         .with_broker_epoch(broker.broker_epoch().0 - 1);
     let response: LeaderAndIsrResponse = wire.send(&old_incarnation, 7).await;
     assert_eq!(response.error_code, 77, "STALE_BROKER_EPOCH");
@@ -275,7 +275,7 @@ async fn stop_replica_with_delete_removes_the_partition_and_its_log() {
     assert!(log_dir.exists());
     let mut wire = Wire::connect(&addr).await;
     let request = StopReplicaRequest::default()
-        .with_controller_epoch(1)
+        .with_controller_epoch(common::wire::TEST_CONTROLLER_EPOCH)
         .with_broker_epoch(broker.broker_epoch().0)
         .with_topic_states(vec![StopReplicaTopicState::default()
             .with_topic_name(topic_name("led"))

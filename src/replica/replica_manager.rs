@@ -134,6 +134,16 @@ impl ReplicaManager {
         self.changes.subscribe()
     }
 
+    /// UpdateMetadata's check: refuses an older controller, remembers a newer one (Kafka's
+    /// maybeUpdateMetadataCache).
+    pub fn observe_controller_epoch(&self, controller_epoch: i32) -> Result<(), i16> {
+        if controller_epoch < self.controller_epoch.load(Ordering::SeqCst) {
+            return Err(ec::STALE_CONTROLLER_EPOCH);
+        }
+        self.controller_epoch.fetch_max(controller_epoch, Ordering::SeqCst);
+        Ok(())
+    }
+
     /// Refuses requests from an older controller or for an older incarnation of this broker.
     fn check_epochs(&self, epochs: ControllerRequestEpochs) -> Result<(), i16> {
         let known = self.controller_epoch.load(Ordering::SeqCst);

@@ -13,6 +13,7 @@ use super::listeners::{self, BindError};
 use super::log_dirs;
 use super::registration::Registrar;
 use crate::config::KafkaConfig;
+use crate::controller::{ControllerConfig, ControllerHandle};
 use crate::log::clean_shutdown;
 use crate::log::config::LogConfig;
 use crate::log::failure::LogDirFailureChannel;
@@ -135,6 +136,17 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     let (stop, stop_rx) = watch::channel(false);
     let (fatal_tx, fatal) = mpsc::channel(1);
     let mut tasks = Vec::new();
+    // Every broker runs the controller module; one of them wins /controller.
+    let controller = crate::controller::start(
+        ControllerConfig {
+            broker_id: id,
+            inter_broker_listener: config.inter_broker_listener_name().to_string(),
+            unclean_leader_election: config.get_bool("unclean.leader.election.enable").unwrap_or(false),
+        },
+        session.clone(),
+        stop_rx.clone(),
+    )
+    .await;
     // Like Kafka, requests are served only once the broker is registered.
     let server = SocketServer::start(
         bound.into_iter().map(listeners::BoundListener::into_parts).collect(),
@@ -208,6 +220,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         metadata_cache,
         apis,
         server: Some(server),
+        controller,
     })
 }
 
@@ -432,6 +445,7 @@ pub struct BrokerHandle {
     metadata_cache: Arc<MetadataCache>,
     apis: Arc<KafkaApis>,
     server: Option<SocketServer>,
+    controller: ControllerHandle,
 }
 
 impl BrokerHandle {
@@ -446,6 +460,11 @@ impl BrokerHandle {
     /// The endpoints registered in ZooKeeper (bound ports filled in).
     pub fn advertised_endpoints(&self) -> &[AdvertisedEndpoint] {
         &self.endpoints
+    }
+
+    /// This broker's controller module (active on one broker of the cluster).
+    pub fn controller(&self) -> &ControllerHandle {
+        &self.controller
     }
 
     /// The partitions this broker hosts.

@@ -62,6 +62,11 @@ impl Wire {
     }
 }
 
+/// The controller epoch the test controller uses: far above what the brokers' own controller
+/// reaches in a test, so brokers refuse the real controller's (stale) requests and the test's
+/// view of the cluster stands.
+pub const TEST_CONTROLLER_EPOCH: i32 = 1_000;
+
 /// A topic the test controller tells brokers about.
 pub struct TestTopic {
     pub name: String,
@@ -107,7 +112,7 @@ pub async fn act_as_controller(
                             UpdateMetadataPartitionState::default()
                                 .with_topic_name(TopicName(StrBytes::from_string(t.name.clone())))
                                 .with_partition_index(*p)
-                                .with_controller_epoch(1)
+                                .with_controller_epoch(TEST_CONTROLLER_EPOCH)
                                 .with_leader(BrokerId(*leader))
                                 .with_leader_epoch(leader_epoch)
                                 .with_isr(replicas.iter().map(|r| BrokerId(*r)).collect())
@@ -119,7 +124,7 @@ pub async fn act_as_controller(
         .collect();
     let update = UpdateMetadataRequest::default()
         .with_controller_id(BrokerId(brokers[0].0))
-        .with_controller_epoch(1)
+        .with_controller_epoch(TEST_CONTROLLER_EPOCH)
         .with_broker_epoch(broker_epoch)
         .with_live_brokers(live)
         .with_topic_states(topic_states);
@@ -138,7 +143,7 @@ pub async fn act_as_controller(
                             LeaderAndIsrPartitionState::default()
                                 .with_topic_name(TopicName(StrBytes::from_string(t.name.clone())))
                                 .with_partition_index(*p)
-                                .with_controller_epoch(1)
+                                .with_controller_epoch(TEST_CONTROLLER_EPOCH)
                                 .with_leader(BrokerId(*leader))
                                 .with_leader_epoch(leader_epoch)
                                 .with_isr(replicas.iter().map(|r| BrokerId(*r)).collect())
@@ -151,7 +156,7 @@ pub async fn act_as_controller(
         .collect();
     let leader_and_isr = LeaderAndIsrRequest::default()
         .with_controller_id(BrokerId(brokers[0].0))
-        .with_controller_epoch(1)
+        .with_controller_epoch(TEST_CONTROLLER_EPOCH)
         .with_broker_epoch(broker_epoch)
         .with_topic_states(states);
     let response: LeaderAndIsrResponse = client.send(leader_and_isr, 7).await.expect("LeaderAndIsr");

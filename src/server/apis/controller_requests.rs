@@ -12,7 +12,6 @@ use kafka_protocol::messages::{
 
 use super::{now_ms, KafkaApis};
 use crate::network::handler::RequestContext;
-use crate::protocol::error_codes as ec;
 use crate::replica::replica_manager::{ControllerRequestEpochs, LeaderAndIsrPartition};
 use crate::replica::PartitionState;
 use crate::server::metadata_cache::{BrokerEndpoint, CachedPartition, LiveBroker};
@@ -99,8 +98,8 @@ pub(super) fn leader_and_isr(
 }
 
 pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) -> UpdateMetadataResponse {
-    if request.controller_epoch < apis.replica_manager.controller_epoch() {
-        return UpdateMetadataResponse::default().with_error_code(ec::STALE_CONTROLLER_EPOCH);
+    if let Err(code) = apis.replica_manager.observe_controller_epoch(request.controller_epoch) {
+        return UpdateMetadataResponse::default().with_error_code(code);
     }
     let brokers = request
         .live_brokers

@@ -1,0 +1,128 @@
+//! `ControllerChannel`: one queue and one sender task per live broker (Kafka's
+//! ControllerChannelManager). Requests to a broker go out in order; a failed send is retried
+//! with backoff until it succeeds or the broker is removed (dead brokers get nothing).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::messages::{LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest};
+use tokio::sync::mpsc;
+
+use crate::client::{BrokerConnection, ClientError};
+use crate::types::BrokerId;
+
+/// A request the controller sends.
+#[derive(Debug, Clone)]
+pub enum ControlRequest {
+    LeaderAndIsr(LeaderAndIsrRequest),
+    UpdateMetadata(UpdateMetadataRequest),
+    StopReplica(StopReplicaRequest),
+}
+
+#[derive(Debug, Default)]
+pub struct ControllerChannel {
+    senders: HashMap<BrokerId, mpsc::UnboundedSender<ControlRequest>>,
+}
+
+impl ControllerChannel {
+    /// Starts a sender for `broker` at `addr` (its inter-broker listener).
+    pub fn add_broker(&mut self, broker: BrokerId, addr: String, controller: BrokerId) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(send_loop(broker, addr, controller, rx));
+        self.senders.insert(broker, tx);
+    }
+
+    /// Stops sending to `broker`; queued requests are dropped.
+    pub fn remove_broker(&mut self, broker: BrokerId) {
+        self.senders.remove(&broker);
+    }
+
+    pub fn brokers(&self) -> Vec<BrokerId> {
+        self.senders.keys().copied().collect()
+    }
+
+    pub fn send(&self, broker: BrokerId, request: ControlRequest) {
+        match self.senders.get(&broker) {
+            Some(tx) => {
+                let _ = tx.send(request);
+            }
+            None => tracing::debug!(%broker, "not sending to a broker the controller does not consider live"),
+        }
+    }
+
+    /// Stops every sender (resignation).
+    pub fn clear(&mut self) {
+        self.senders.clear();
+    }
+}
+
+async fn send_loop(
+    broker: BrokerId,
+    addr: String,
+    controller: BrokerId,
+    mut rx: mpsc::UnboundedReceiver<ControlRequest>,
+) {
+    let client_id = format!("controller-{controller}-to-broker-{broker}");
+    let mut connection: Option<Arc<BrokerConnection>> = None;
+    while let Some(request) = rx.recv().await {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            if connection.as_ref().is_none_or(|c| c.is_closed()) {
+                match BrokerConnection::connect(addr.as_str(), &client_id, Duration::from_secs(10)).await {
+                    Ok(c) => connection = Some(Arc::new(c)),
+                    Err(e) => {
+                        tracing::warn!(%broker, %addr, error = %e, "controller cannot reach broker; retrying");
+                        if !wait_or_closed(&mut rx, backoff).await {
+                            return;
+                        }
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                        continue;
+                    }
+                }
+            }
+            let Some(conn) = connection.clone() else { continue };
+            match send_one(&conn, &request).await {
+                Ok(()) => break,
+                Err(e) => {
+                    tracing::warn!(%broker, error = %e, "controller request failed; retrying");
+                    connection = None;
+                    if !wait_or_closed(&mut rx, backoff).await {
+                        return;
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+}
+
+/// Sleeps `d` unless the channel closed meanwhile (then `false`).
+async fn wait_or_closed(rx: &mut mpsc::UnboundedReceiver<ControlRequest>, d: Duration) -> bool {
+    tokio::time::sleep(d).await;
+    !rx.is_closed()
+}
+
+async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<(), ClientError> {
+    match request {
+        ControlRequest::LeaderAndIsr(r) => {
+            let response = conn.send(r.clone(), 7).await?;
+            if response.error_code != 0 {
+                tracing::warn!(error = response.error_code, "LeaderAndIsr refused");
+            }
+        }
+        ControlRequest::UpdateMetadata(r) => {
+            let response = conn.send(r.clone(), 8).await?;
+            if response.error_code != 0 {
+                tracing::warn!(error = response.error_code, "UpdateMetadata refused");
+            }
+        }
+        ControlRequest::StopReplica(r) => {
+            let response = conn.send(r.clone(), 4).await?;
+            if response.error_code != 0 {
+                tracing::warn!(error = response.error_code, "StopReplica refused");
+            }
+        }
+    }
+    Ok(())
+}

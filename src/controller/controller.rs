@@ -1,0 +1,437 @@
+//! The controller: every broker runs one; the one that wins `/controller` decides leaders and
+//! ISRs. One task owns the context; ZooKeeper watches and session changes only enqueue events
+//! (Kafka's ControllerEventManager). Each step reads what it needs, decides with the pure
+//! functions in [`super::election`], writes ZooKeeper in an epoch-fenced multi, then sends
+//! LeaderAndIsr / UpdateMetadata. A failed epoch check means another controller exists: resign.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tokio::sync::{mpsc, watch};
+
+use super::channel::{ControlRequest, ControllerChannel};
+use super::decisions;
+use super::requests::{self, ControllerContext};
+use super::zk_ops::{self, ControllerZkError};
+use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
+use crate::zk::paths;
+use crate::zk::session::SessionEvent;
+use crate::zk::store::{WatchEvent, WatchMode, ZkStore};
+use crate::zk::ZkSession;
+
+/// What the controller reacts to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Event {
+    Startup,
+    /// `/controller` was created, changed or deleted: re-check, maybe elect.
+    ControllerChange,
+    BrokerChange,
+    TopicChange,
+    SessionEnded,
+    SessionEstablished,
+}
+
+/// Settings the controller needs.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    pub broker_id: BrokerId,
+    pub inter_broker_listener: String,
+    pub unclean_leader_election: bool,
+}
+
+/// The controller as the rest of the broker sees it.
+#[derive(Debug, Clone)]
+pub struct ControllerHandle {
+    active: watch::Receiver<Option<ControllerEpoch>>,
+}
+
+impl ControllerHandle {
+    /// The epoch while this broker is the active controller.
+    pub fn active_epoch(&self) -> Option<ControllerEpoch> {
+        *self.active.borrow()
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.active.borrow().is_some()
+    }
+
+    /// Changes of the active state (for tests and metrics).
+    pub fn subscribe(&self) -> watch::Receiver<Option<ControllerEpoch>> {
+        self.active.clone()
+    }
+}
+
+/// State while active.
+struct Active {
+    epoch_version: ZkVersion,
+    ctx: ControllerContext,
+    channel: ControllerChannel,
+}
+
+struct Controller {
+    config: ControllerConfig,
+    zk: ZkSession,
+    active: Option<Active>,
+    state: watch::Sender<Option<ControllerEpoch>>,
+}
+
+/// Starts the controller module of this broker.
+pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Receiver<bool>) -> ControllerHandle {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (state, active) = watch::channel(None);
+    for (path, mode, event) in [
+        (paths::CONTROLLER, WatchMode::Persistent, Event::ControllerChange),
+        (paths::BROKER_IDS, WatchMode::Persistent, Event::BrokerChange),
+        (paths::BROKER_TOPICS, WatchMode::Persistent, Event::TopicChange),
+    ] {
+        match zk.watch(path, mode).await {
+            Ok(stream) => {
+                tokio::spawn(forward_watch(stream, event, tx.clone()));
+            }
+            Err(e) => tracing::error!(path, error = %e, "controller cannot watch"),
+        }
+    }
+    let mut session_events = zk.subscribe();
+    let session_tx = tx.clone();
+    tokio::spawn(async move {
+        while let Ok(e) = session_events.recv().await {
+            let event = match e {
+                SessionEvent::Ended { .. } => Event::SessionEnded,
+                SessionEvent::Established { .. } => Event::SessionEstablished,
+            };
+            if session_tx.send(event).is_err() {
+                return;
+            }
+        }
+    });
+    let _ = tx.send(Event::Startup);
+    let mut controller = Controller {
+        config,
+        zk,
+        active: None,
+        state,
+    };
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                e = rx.recv() => match e { Some(e) => e, None => return },
+                _ = stop.changed() => {
+                    controller.resign("broker shutting down");
+                    return;
+                }
+            };
+            controller.process(event).await;
+        }
+    });
+    ControllerHandle { active }
+}
+
+async fn forward_watch(mut stream: crate::zk::store::WatchStream, event: Event, tx: mpsc::UnboundedSender<Event>) {
+    while let Some(e) = stream.recv().await {
+        let relevant = matches!(
+            (&event, &e),
+            (Event::ControllerChange, _) | (_, WatchEvent::ChildrenChanged { .. } | WatchEvent::Rearmed)
+        );
+        if relevant && tx.send(event.clone()).is_err() {
+            return;
+        }
+    }
+}
+
+impl Controller {
+    async fn process(&mut self, event: Event) {
+        let result = match event {
+            Event::Startup | Event::ControllerChange | Event::SessionEstablished => self.maybe_elect().await,
+            Event::SessionEnded => {
+                self.resign("ZooKeeper session ended");
+                Ok(())
+            }
+            Event::BrokerChange => self.on_broker_change().await,
+            Event::TopicChange => self.on_topic_change().await,
+        };
+        match result {
+            Ok(()) => {}
+            Err(ControllerZkError::ControllerMoved) => self.resign("another controller was elected"),
+            Err(e) => tracing::error!(error = %e, "controller event failed"),
+        }
+    }
+
+    fn resign(&mut self, why: &str) {
+        if let Some(mut active) = self.active.take() {
+            tracing::warn!(broker = %self.config.broker_id, epoch = active.ctx.epoch, why, "resigning as controller");
+            active.channel.clear();
+            self.state.send_replace(None);
+            metrics::gauge!("kafka_controller_kafkacontroller_activecontrollercount").set(0.0);
+        }
+    }
+
+    async fn maybe_elect(&mut self) -> Result<(), ControllerZkError> {
+        let current = zk_ops::active_controller(&self.zk).await?;
+        if current.is_some_and(|c| c != self.config.broker_id) {
+            self.resign("another broker is the controller");
+            return Ok(());
+        }
+        if current == Some(self.config.broker_id) && self.active.is_some() {
+            return Ok(());
+        }
+        if current == Some(self.config.broker_id) {
+            // A /controller of ours from an earlier session or run: let it go and elect anew.
+            let _ = self.zk.delete(paths::CONTROLLER, None).await;
+            return Ok(());
+        }
+        let Some((epoch, epoch_version)) = zk_ops::elect(&self.zk, self.config.broker_id).await? else {
+            return Ok(());
+        };
+        tracing::info!(broker = %self.config.broker_id, epoch = epoch.0, "elected controller");
+        let ctx = ControllerContext {
+            controller: self.config.broker_id,
+            epoch: epoch.0,
+            ..Default::default()
+        };
+        self.active = Some(Active {
+            epoch_version,
+            ctx,
+            channel: ControllerChannel::default(),
+        });
+        if let Err(e) = self.on_failover().await {
+            tracing::error!(error = %e, "controller failover failed; moving the controller");
+            self.resign("failover failed");
+            let _ = self.zk.delete(paths::CONTROLLER, None).await;
+            return Err(e);
+        }
+        self.state.send_replace(Some(epoch));
+        metrics::gauge!("kafka_controller_kafkacontroller_activecontrollercount").set(1.0);
+        Ok(())
+    }
+
+    /// Loads the cluster from ZooKeeper, tells every broker, and elects what needs a leader.
+    async fn on_failover(&mut self) -> Result<(), ControllerZkError> {
+        let started = std::time::Instant::now();
+        let brokers = zk_ops::live_brokers(&self.zk).await?;
+        let names = zk_ops::topic_names(&self.zk).await?;
+        let topics = zk_ops::topic_infos(&self.zk, &names).await?;
+        let partitions: Vec<(String, i32)> = topics
+            .iter()
+            .flat_map(|(t, i)| i.assignment.keys().map(move |p| (t.clone(), *p)))
+            .collect();
+        let leaderships = zk_ops::leaderships(&self.zk, &partitions).await?;
+        let listener = self.config.inter_broker_listener.clone();
+        let me = self.config.broker_id;
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        active.ctx.topics = topics;
+        active.ctx.leaderships = leaderships;
+        for (id, b) in &brokers {
+            if let Some(addr) = requests::broker_address(b, &listener) {
+                active.channel.add_broker(*id, addr, me);
+            }
+        }
+        active.ctx.live_brokers = brokers;
+        // Every broker learns the cluster first, then leaders are (re)announced and elected.
+        let all = active.ctx.all_partitions();
+        self.send_update_metadata(&all);
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let online: Vec<(String, i32)> = {
+            let ctx = &active.ctx;
+            all.iter()
+                .filter(|k| {
+                    ctx.leaderships
+                        .get(*k)
+                        .is_some_and(|l| l.leader >= 0 && ctx.is_live(BrokerId(l.leader)))
+                })
+                .cloned()
+                .collect()
+        };
+        self.send_leader_and_isr(&online, false);
+        self.elect_partitions(&all).await?;
+        tracing::info!(
+            partitions = all.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "controller failover done"
+        );
+        Ok(())
+    }
+
+    async fn on_broker_change(&mut self) -> Result<(), ControllerZkError> {
+        if self.active.is_none() {
+            return Ok(());
+        }
+        let now = zk_ops::live_brokers(&self.zk).await?;
+        let listener = self.config.inter_broker_listener.clone();
+        let me = self.config.broker_id;
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        let known = &active.ctx.live_brokers;
+        let dead: Vec<BrokerId> = known.keys().filter(|id| !now.contains_key(id)).copied().collect();
+        let bounced: Vec<BrokerId> = now
+            .iter()
+            .filter(|(id, b)| known.get(id).is_some_and(|k| k.epoch != b.epoch))
+            .map(|(id, _)| *id)
+            .collect();
+        let new: Vec<BrokerId> = now.keys().filter(|id| !known.contains_key(id)).copied().collect();
+        if dead.is_empty() && bounced.is_empty() && new.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(?new, ?dead, ?bounced, "broker change");
+        for id in dead.iter().chain(&bounced) {
+            active.channel.remove_broker(*id);
+        }
+        for id in new.iter().chain(&bounced) {
+            if let Some(addr) = now.get(id).and_then(|b| requests::broker_address(b, &listener)) {
+                active.channel.add_broker(*id, addr, me);
+            }
+        }
+        active.ctx.live_brokers = now;
+        let all = active.ctx.all_partitions();
+        // Dead brokers leave the ISRs (and leadership); partitions without a leader are elected.
+        self.elect_partitions(&all).await?;
+        // Restarted brokers learn everything and get LeaderAndIsr for their replicas.
+        self.send_update_metadata(&all);
+        if let Some(active) = self.active.as_ref() {
+            for id in new.iter().chain(&bounced) {
+                let theirs: Vec<(String, i32)> = all
+                    .iter()
+                    .filter(|(t, p)| active.ctx.replicas(t, *p).contains(id))
+                    .cloned()
+                    .collect();
+                self.send_leader_and_isr_to_inner(active, *id, &theirs, false);
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_topic_change(&mut self) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let names = zk_ops::topic_names(&self.zk).await?;
+        let new: Vec<String> = names
+            .into_iter()
+            .filter(|t| !active.ctx.topics.contains_key(t))
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let infos = zk_ops::topic_infos(&self.zk, &new).await?;
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        let mut partitions = Vec::new();
+        for (t, info) in infos {
+            partitions.extend(info.assignment.keys().map(|p| (t.clone(), *p)));
+            active.ctx.topics.insert(t, info);
+        }
+        tracing::info!(topics = ?new, partitions = partitions.len(), "new topics");
+        self.elect_partitions(&partitions).await
+    }
+
+    /// Decides every partition in `partitions` that needs a change (new, leaderless, or with a
+    /// dead member in its ISR), writes ZooKeeper (fenced, batched), and announces the result.
+    async fn elect_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
+        let unclean = self.config.unclean_leader_election;
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let ctx = &active.ctx;
+        let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
+        let mut creates = Vec::new();
+        let mut updates = Vec::new();
+        for key in partitions {
+            let assignment = ctx.replicas(&key.0, key.1);
+            match ctx.leaderships.get(key) {
+                None => {
+                    if let Some(l) = decisions::new_partition(&assignment, &live, ctx.epoch) {
+                        creates.push((key.clone(), l));
+                    }
+                }
+                Some(current) => {
+                    if let Some(l) = decisions::existing_partition(&assignment, current, &live, unclean, ctx.epoch) {
+                        updates.push((key.clone(), l));
+                    }
+                }
+            }
+        }
+        if creates.is_empty() && updates.is_empty() {
+            return Ok(());
+        }
+        let (epoch, version) = (ControllerEpoch(ctx.epoch), active.epoch_version);
+        // Batches keep each multi well under ZooKeeper's 1 MB request limit.
+        for chunk in creates.chunks(500) {
+            zk_ops::create_partition_states(&self.zk, epoch, version, chunk).await?;
+        }
+        let mut written = creates.clone();
+        for chunk in updates.chunks(500) {
+            let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk).await?;
+            for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
+                l.zk_version = v;
+                written.push((key, l));
+            }
+        }
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        let mut changed = Vec::with_capacity(written.len());
+        for (key, l) in written {
+            if l.leader < 0 {
+                metrics::counter!("kastle_controller_offline_partitions_total").increment(1);
+            }
+            active.ctx.leaderships.insert(key.clone(), l);
+            changed.push(key);
+        }
+        tracing::info!(partitions = changed.len(), "leaders and ISRs written");
+        self.send_leader_and_isr(&changed, !creates.is_empty());
+        self.send_update_metadata(&changed);
+        Ok(())
+    }
+
+    /// UpdateMetadata for `partitions` to every live broker.
+    fn send_update_metadata(&self, partitions: &[(String, i32)]) {
+        let Some(active) = &self.active else { return };
+        for (id, b) in &active.ctx.live_brokers {
+            let request = requests::update_metadata(&active.ctx, partitions, b.epoch);
+            active.channel.send(*id, ControlRequest::UpdateMetadata(request));
+        }
+    }
+
+    /// LeaderAndIsr for `partitions` to each of their live replicas.
+    fn send_leader_and_isr(&self, partitions: &[(String, i32)], is_new: bool) {
+        let Some(active) = &self.active else { return };
+        let mut per_broker: BTreeMap<BrokerId, Vec<(String, i32)>> = BTreeMap::new();
+        for (t, p) in partitions {
+            for r in active.ctx.replicas(t, *p) {
+                if active.ctx.is_live(r) {
+                    per_broker.entry(r).or_default().push((t.clone(), *p));
+                }
+            }
+        }
+        for (broker, theirs) in per_broker {
+            self.send_leader_and_isr_to_inner(active, broker, &theirs, is_new);
+        }
+    }
+
+    fn send_leader_and_isr_to_inner(
+        &self,
+        active: &Active,
+        broker: BrokerId,
+        partitions: &[(String, i32)],
+        is_new: bool,
+    ) {
+        let Some(b) = active.ctx.live_brokers.get(&broker) else {
+            return;
+        };
+        if partitions.is_empty() {
+            return;
+        }
+        let request = requests::leader_and_isr(
+            &active.ctx,
+            partitions,
+            b.epoch,
+            &self.config.inter_broker_listener,
+            is_new,
+        );
+        active.channel.send(broker, ControlRequest::LeaderAndIsr(request));
+    }
+}

@@ -1,0 +1,74 @@
+//! Adapts the pure election functions to the controller's stored form: given a partition's
+//! assignment, its current state znode contents and the live brokers, what (if anything) should
+//! the state znode say next. No I/O.
+
+use std::collections::{BTreeSet, HashSet};
+
+use super::election;
+use super::zk_ops::StoredLeadership;
+use crate::types::BrokerId;
+
+/// A new partition's first leader and ISR (New → Online), or `None` with no live replica.
+pub fn new_partition(
+    assignment: &[BrokerId],
+    live: &BTreeSet<BrokerId>,
+    controller_epoch: i32,
+) -> Option<StoredLeadership> {
+    let live: HashSet<BrokerId> = live.iter().copied().collect();
+    let l = election::initial_leader_and_isr(assignment, &live)?;
+    Some(StoredLeadership {
+        leader: l.leader.map_or(-1, |b| b.0),
+        leader_epoch: l.leader_epoch,
+        isr: l.isr,
+        controller_epoch,
+        leader_recovery_state: l.leader_recovery_state,
+        zk_version: 0,
+    })
+}
+
+/// The next state of an existing partition: a new leader when the current one is dead (from the
+/// ISR; outside it only with unclean election), dead members removed from the ISR (never below
+/// one member). `None` when nothing changes.
+pub fn existing_partition(
+    assignment: &[BrokerId],
+    current: &StoredLeadership,
+    live: &BTreeSet<BrokerId>,
+    allow_unclean: bool,
+    controller_epoch: i32,
+) -> Option<StoredLeadership> {
+    let live_set: HashSet<BrokerId> = live.iter().copied().collect();
+    let mut state = to_election(current);
+    let mut changed = false;
+    let leader_alive = state.leader.is_some_and(|l| live.contains(&l));
+    if !leader_alive {
+        if let Some(result) = election::offline_partition_election(assignment, &state, &live_set, allow_unclean) {
+            state = result.new;
+            changed = true;
+        }
+    }
+    let dead: Vec<BrokerId> = state.isr.iter().copied().filter(|r| !live.contains(r)).collect();
+    for replica in dead {
+        if let Some(next) = election::remove_replica_from_isr(&state, replica) {
+            state = next;
+            changed = true;
+        }
+    }
+    changed.then(|| StoredLeadership {
+        leader: state.leader.map_or(-1, |b| b.0),
+        leader_epoch: state.leader_epoch,
+        isr: state.isr,
+        controller_epoch,
+        leader_recovery_state: state.leader_recovery_state,
+        zk_version: current.zk_version,
+    })
+}
+
+fn to_election(l: &StoredLeadership) -> election::LeaderAndIsr {
+    election::LeaderAndIsr {
+        leader: (l.leader >= 0).then_some(BrokerId(l.leader)),
+        leader_epoch: l.leader_epoch,
+        isr: l.isr.clone(),
+        leader_recovery_state: l.leader_recovery_state,
+        partition_epoch: l.zk_version,
+    }
+}

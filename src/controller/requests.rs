@@ -1,0 +1,248 @@
+//! Builds the requests the controller sends from its context: UpdateMetadata (v8: live brokers
+//! with every endpoint, partition states grouped by topic with topic ids) and LeaderAndIsr (v7).
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::leader_and_isr_request::{
+    LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
+};
+use kafka_protocol::messages::update_metadata_request::{
+    UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState, UpdateMetadataTopicState,
+};
+use kafka_protocol::messages::{BrokerId as KpBrokerId, LeaderAndIsrRequest, TopicName, UpdateMetadataRequest};
+use kafka_protocol::protocol::StrBytes;
+
+use super::zk_ops::{RegisteredBroker, StoredLeadership, TopicInfo};
+use crate::types::BrokerId;
+
+/// What the requests are built from.
+#[derive(Debug, Default)]
+pub struct ControllerContext {
+    pub controller: BrokerId,
+    pub epoch: i32,
+    pub live_brokers: BTreeMap<BrokerId, RegisteredBroker>,
+    pub topics: BTreeMap<String, TopicInfo>,
+    pub leaderships: BTreeMap<(String, i32), StoredLeadership>,
+}
+
+impl ControllerContext {
+    pub fn replicas(&self, topic: &str, partition: i32) -> Vec<BrokerId> {
+        self.topics
+            .get(topic)
+            .and_then(|t| t.assignment.get(&partition))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub fn is_live(&self, broker: BrokerId) -> bool {
+        self.live_brokers.contains_key(&broker)
+    }
+
+    pub fn all_partitions(&self) -> Vec<(String, i32)> {
+        self.topics
+            .iter()
+            .flat_map(|(t, info)| info.assignment.keys().map(move |p| (t.clone(), *p)))
+            .collect()
+    }
+
+    fn topic_id(&self, topic: &str) -> uuid::Uuid {
+        self.topics.get(topic).map(|t| t.id).unwrap_or_else(uuid::Uuid::nil)
+    }
+}
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+fn kp(ids: &[BrokerId]) -> Vec<KpBrokerId> {
+    ids.iter().map(|b| KpBrokerId(b.0)).collect()
+}
+
+/// Security protocol ids on the wire.
+fn protocol_id(name: &str) -> i16 {
+    match name {
+        "SSL" => 1,
+        "SASL_PLAINTEXT" => 2,
+        "SASL_SSL" => 3,
+        _ => 0,
+    }
+}
+
+/// `LISTENER://host:port` → (listener, host, port).
+pub fn parse_endpoint(endpoint: &str) -> Option<(String, String, i32)> {
+    let (listener, rest) = endpoint.split_once("://")?;
+    let (host, port) = rest.rsplit_once(':')?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Some((listener.to_string(), host.to_string(), port.parse().ok()?))
+}
+
+/// The address of `broker` on `listener`.
+pub fn broker_address(broker: &RegisteredBroker, listener: &str) -> Option<String> {
+    broker
+        .registration
+        .endpoints
+        .iter()
+        .filter_map(|e| parse_endpoint(e))
+        .find(|(l, _, _)| l == listener)
+        .map(|(_, h, p)| {
+            if h.contains(':') {
+                format!("[{h}]:{p}")
+            } else {
+                format!("{h}:{p}")
+            }
+        })
+}
+
+/// UpdateMetadata for `partitions` (all live brokers are always listed), to a broker with `broker_epoch`.
+pub fn update_metadata(
+    ctx: &ControllerContext,
+    partitions: &[(String, i32)],
+    broker_epoch: i64,
+) -> UpdateMetadataRequest {
+    let live_brokers = ctx
+        .live_brokers
+        .values()
+        .map(|b| {
+            let protocols = b
+                .registration
+                .listener_security_protocol_map
+                .clone()
+                .unwrap_or_default();
+            let endpoints = b
+                .registration
+                .endpoints
+                .iter()
+                .filter_map(|e| parse_endpoint(e))
+                .map(|(listener, host, port)| {
+                    let protocol = protocols.get(&listener).map_or(0, |p| protocol_id(p));
+                    UpdateMetadataEndpoint::default()
+                        .with_port(port)
+                        .with_host(StrBytes::from_string(host))
+                        .with_listener(StrBytes::from_string(listener))
+                        .with_security_protocol(protocol)
+                })
+                .collect();
+            UpdateMetadataBroker::default()
+                .with_id(KpBrokerId(b.id.0))
+                .with_endpoints(endpoints)
+                .with_rack(b.registration.rack.clone().map(StrBytes::from_string))
+        })
+        .collect();
+    let mut by_topic: BTreeMap<&str, Vec<UpdateMetadataPartitionState>> = BTreeMap::new();
+    for (topic, p) in partitions {
+        let Some(l) = ctx.leaderships.get(&(topic.clone(), *p)) else {
+            continue;
+        };
+        let replicas = ctx.replicas(topic, *p);
+        let offline: Vec<BrokerId> = replicas.iter().copied().filter(|r| !ctx.is_live(*r)).collect();
+        by_topic.entry(topic).or_default().push(
+            UpdateMetadataPartitionState::default()
+                .with_partition_index(*p)
+                .with_controller_epoch(l.controller_epoch)
+                .with_leader(KpBrokerId(l.leader))
+                .with_leader_epoch(l.leader_epoch)
+                .with_isr(kp(&l.isr))
+                .with_zk_version(l.zk_version)
+                .with_replicas(kp(&replicas))
+                .with_offline_replicas(kp(&offline)),
+        );
+    }
+    let topic_states = by_topic
+        .into_iter()
+        .map(|(t, states)| {
+            UpdateMetadataTopicState::default()
+                .with_topic_name(name(t))
+                .with_topic_id(ctx.topic_id(t))
+                .with_partition_states(states)
+        })
+        .collect();
+    UpdateMetadataRequest::default()
+        .with_controller_id(KpBrokerId(ctx.controller.0))
+        .with_controller_epoch(ctx.epoch)
+        .with_broker_epoch(broker_epoch)
+        .with_live_brokers(live_brokers)
+        .with_topic_states(topic_states)
+}
+
+/// LeaderAndIsr for `partitions` to a broker with `broker_epoch`.
+pub fn leader_and_isr(
+    ctx: &ControllerContext,
+    partitions: &[(String, i32)],
+    broker_epoch: i64,
+    listener: &str,
+    is_new: bool,
+) -> LeaderAndIsrRequest {
+    let mut by_topic: BTreeMap<&str, Vec<LeaderAndIsrPartitionState>> = BTreeMap::new();
+    let mut leaders = std::collections::BTreeSet::new();
+    for (topic, p) in partitions {
+        let Some(l) = ctx.leaderships.get(&(topic.clone(), *p)) else {
+            continue;
+        };
+        if l.leader >= 0 {
+            leaders.insert(BrokerId(l.leader));
+        }
+        by_topic.entry(topic).or_default().push(
+            LeaderAndIsrPartitionState::default()
+                .with_partition_index(*p)
+                .with_controller_epoch(l.controller_epoch)
+                .with_leader(KpBrokerId(l.leader))
+                .with_leader_epoch(l.leader_epoch)
+                .with_isr(kp(&l.isr))
+                .with_partition_epoch(l.zk_version)
+                .with_replicas(kp(&ctx.replicas(topic, *p)))
+                .with_is_new(is_new)
+                .with_leader_recovery_state(l.leader_recovery_state as i8),
+        );
+    }
+    let topic_states = by_topic
+        .into_iter()
+        .map(|(t, states)| {
+            LeaderAndIsrTopicState::default()
+                .with_topic_name(name(t))
+                .with_topic_id(ctx.topic_id(t))
+                .with_partition_states(states)
+        })
+        .collect();
+    let live_leaders = leaders
+        .into_iter()
+        .filter_map(|id| {
+            let b = ctx.live_brokers.get(&id)?;
+            let (_, host, port) = b
+                .registration
+                .endpoints
+                .iter()
+                .filter_map(|e| parse_endpoint(e))
+                .find(|(l, _, _)| l == listener)?;
+            Some(
+                LeaderAndIsrLiveLeader::default()
+                    .with_broker_id(KpBrokerId(id.0))
+                    .with_host_name(StrBytes::from_string(host))
+                    .with_port(port),
+            )
+        })
+        .collect();
+    LeaderAndIsrRequest::default()
+        .with_controller_id(KpBrokerId(ctx.controller.0))
+        .with_controller_epoch(ctx.epoch)
+        .with_broker_epoch(broker_epoch)
+        .with_topic_states(topic_states)
+        .with_live_leaders(live_leaders)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_parse_like_kafkas() {
+        assert_eq!(
+            parse_endpoint("PLAINTEXT://h:9092"),
+            Some(("PLAINTEXT".into(), "h".into(), 9092))
+        );
+        assert_eq!(
+            parse_endpoint("INTERNAL://[::1]:19092"),
+            Some(("INTERNAL".into(), "::1".into(), 19092))
+        );
+        assert_eq!(parse_endpoint("nonsense"), None);
+    }
+}

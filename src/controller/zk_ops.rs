@@ -1,0 +1,371 @@
+//! The controller's ZooKeeper I/O: the election multi, epoch-fenced writes (every state change
+//! is a multi whose first op checks `/controller_epoch` at the version this controller set, so a
+//! zombie's writes fail atomically, KAFKA-6082), and concurrent reads for failover (issued
+//! together over one session, not one round trip per znode).
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::task::JoinSet;
+
+use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, ZkVersion};
+use crate::zk::models::{
+    BrokerRegistration, ControllerEpochZNode, ControllerZNode, PartitionState, TopicAssignment, ZNodePayload,
+};
+use crate::zk::paths;
+use crate::zk::store::{CreateMode, Op, ZkError, ZkStore};
+
+/// Why a controller ZooKeeper operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerZkError {
+    /// The `/controller_epoch` check failed: another controller was elected. Resign.
+    #[error("the controller moved (the /controller_epoch check failed)")]
+    ControllerMoved,
+    #[error(transparent)]
+    Zk(#[from] ZkError),
+    #[error("znode {path} is malformed: {reason}")]
+    Malformed { path: String, reason: String },
+}
+
+/// A partition's leadership as stored in its state znode, with the znode version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLeadership {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<BrokerId>,
+    pub controller_epoch: i32,
+    pub leader_recovery_state: u8,
+    /// zkVersion of the state znode: the partition epoch.
+    pub zk_version: i32,
+}
+
+/// A live broker as registered.
+#[derive(Debug, Clone)]
+pub struct RegisteredBroker {
+    pub id: BrokerId,
+    pub registration: BrokerRegistration,
+    /// Broker epoch (czxid of the registration).
+    pub epoch: i64,
+}
+
+/// A topic's replica assignment and id.
+#[derive(Debug, Clone)]
+pub struct TopicInfo {
+    pub id: uuid::Uuid,
+    pub assignment: BTreeMap<i32, Vec<BrokerId>>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Who `/controller` names, if anyone.
+pub async fn active_controller<S: ZkStore>(zk: &S) -> Result<Option<BrokerId>, ControllerZkError> {
+    match zk.get_data(paths::CONTROLLER).await {
+        Ok((data, _)) => {
+            ControllerZNode::decode(&data)
+                .map(|c| Some(c.brokerid))
+                .map_err(|e| ControllerZkError::Malformed {
+                    path: paths::CONTROLLER.into(),
+                    reason: e.to_string(),
+                })
+        }
+        Err(ZkError::NoNode { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Tries to become the controller: one multi creating the ephemeral `/controller` and bumping
+/// `/controller_epoch` at its expected version. Returns the new epoch and the epoch znode's
+/// version (the fencing token), or `None` if someone else won.
+pub async fn elect<S: ZkStore>(
+    zk: &S,
+    me: BrokerId,
+) -> Result<Option<(ControllerEpoch, ZkVersion)>, ControllerZkError> {
+    if active_controller(zk).await?.is_some() {
+        return Ok(None);
+    }
+    let (epoch, version) = match zk.get_data(paths::CONTROLLER_EPOCH).await {
+        Ok((data, stat)) => {
+            let epoch = ControllerEpochZNode::decode(&data).map_err(|e| ControllerZkError::Malformed {
+                path: paths::CONTROLLER_EPOCH.into(),
+                reason: e.to_string(),
+            })?;
+            (epoch.0, stat.version)
+        }
+        Err(ZkError::NoNode { .. }) => {
+            match zk.create(paths::CONTROLLER_EPOCH, b"0", CreateMode::Persistent).await {
+                Ok(_) | Err(ZkError::NodeExists { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let (data, stat) = zk.get_data(paths::CONTROLLER_EPOCH).await?;
+            let epoch = ControllerEpochZNode::decode(&data).map_err(|e| ControllerZkError::Malformed {
+                path: paths::CONTROLLER_EPOCH.into(),
+                reason: e.to_string(),
+            })?;
+            (epoch.0, stat.version)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let new_epoch = ControllerEpoch(epoch.0 + 1);
+    let payload = ControllerZNode {
+        version: 1,
+        brokerid: me,
+        timestamp: now_ms(),
+        kraft_controller_epoch: None,
+    };
+    let ops = vec![
+        Op::Create {
+            path: paths::CONTROLLER.into(),
+            data: payload.encode(),
+            mode: CreateMode::Ephemeral,
+        },
+        Op::SetData {
+            path: paths::CONTROLLER_EPOCH.into(),
+            data: ControllerEpochZNode(new_epoch).encode(),
+            version: Some(version),
+        },
+    ];
+    match zk.multi(ops).await {
+        Ok(results) => {
+            let stat_version = results
+                .iter()
+                .find_map(|r| match r {
+                    crate::zk::store::OpResult::SetData { stat } => Some(stat.version),
+                    _ => None,
+                })
+                .unwrap_or(ZkVersion(version.0 + 1));
+            Ok(Some((new_epoch, stat_version)))
+        }
+        Err(e) if matches!(e.root(), ZkError::NodeExists { .. } | ZkError::BadVersion { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Runs `ops` after checking `/controller_epoch` is still at `epoch_version`.
+pub async fn fenced<S: ZkStore>(
+    zk: &S,
+    epoch_version: ZkVersion,
+    ops: Vec<Op>,
+) -> Result<Vec<crate::zk::store::OpResult>, ControllerZkError> {
+    let mut all = Vec::with_capacity(ops.len() + 1);
+    all.push(Op::Check {
+        path: paths::CONTROLLER_EPOCH.into(),
+        version: epoch_version,
+    });
+    all.extend(ops);
+    match zk.multi(all).await {
+        Ok(mut results) => {
+            results.remove(0);
+            Ok(results)
+        }
+        Err(ZkError::MultiFailed { index: 0, .. }) => Err(ControllerZkError::ControllerMoved),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Live brokers with their registrations and epochs, read concurrently.
+pub async fn live_brokers<S: ZkStore + Clone>(
+    zk: &S,
+) -> Result<BTreeMap<BrokerId, RegisteredBroker>, ControllerZkError> {
+    let ids = zk.children(paths::BROKER_IDS).await?;
+    let mut reads = JoinSet::new();
+    for id in ids.iter().filter_map(|c| c.parse::<i32>().ok()) {
+        let zk = zk.clone();
+        reads.spawn(async move { (id, zk.get_data(&paths::broker_id(BrokerId(id))).await) });
+    }
+    let mut brokers = BTreeMap::new();
+    while let Some(joined) = reads.join_next().await {
+        let Ok((id, result)) = joined else { continue };
+        match result {
+            Ok((data, stat)) => {
+                let path = paths::broker_id(BrokerId(id));
+                let registration = BrokerRegistration::decode(&data).map_err(|e| ControllerZkError::Malformed {
+                    path,
+                    reason: e.to_string(),
+                })?;
+                brokers.insert(
+                    BrokerId(id),
+                    RegisteredBroker {
+                        id: BrokerId(id),
+                        registration,
+                        epoch: stat.czxid,
+                    },
+                );
+            }
+            Err(ZkError::NoNode { .. }) => {} // gone between the listing and the read
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(brokers)
+}
+
+/// Topic names under `/brokers/topics`.
+pub async fn topic_names<S: ZkStore>(zk: &S) -> Result<Vec<String>, ControllerZkError> {
+    Ok(zk.children(paths::BROKER_TOPICS).await?)
+}
+
+/// Assignments of `topics`, read concurrently.
+pub async fn topic_infos<S: ZkStore + Clone>(
+    zk: &S,
+    topics: &[String],
+) -> Result<BTreeMap<String, TopicInfo>, ControllerZkError> {
+    use base64::Engine;
+    let mut reads = JoinSet::new();
+    for t in topics {
+        let (zk, t) = (zk.clone(), t.clone());
+        reads.spawn(async move {
+            let r = zk.get_data(&paths::topic(&t)).await;
+            (t, r)
+        });
+    }
+    let mut out = BTreeMap::new();
+    while let Some(joined) = reads.join_next().await {
+        let Ok((topic, result)) = joined else { continue };
+        let data = match result {
+            Ok((data, _)) => data,
+            Err(ZkError::NoNode { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let path = paths::topic(&topic);
+        let parsed = TopicAssignment::decode(&data).map_err(|e| ControllerZkError::Malformed {
+            path,
+            reason: e.to_string(),
+        })?;
+        let id = parsed
+            .topic_id
+            .as_deref()
+            .and_then(|s| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).ok())
+            .and_then(|b| uuid::Uuid::from_slice(&b).ok())
+            .unwrap_or_else(uuid::Uuid::nil);
+        let assignment = parsed
+            .partitions
+            .iter()
+            .filter_map(|(p, r)| Some((p.parse().ok()?, r.clone())))
+            .collect();
+        out.insert(topic, TopicInfo { id, assignment });
+    }
+    Ok(out)
+}
+
+/// The state znodes of `partitions`, read concurrently; absent ones are left out.
+pub async fn leaderships<S: ZkStore + Clone>(
+    zk: &S,
+    partitions: &[(String, i32)],
+) -> Result<BTreeMap<(String, i32), StoredLeadership>, ControllerZkError> {
+    let mut reads = JoinSet::new();
+    for (t, p) in partitions {
+        let (zk, t, p) = (zk.clone(), t.clone(), *p);
+        reads.spawn(async move {
+            let r = zk.get_data(&paths::partition_state(&t, p)).await;
+            (t, p, r)
+        });
+    }
+    let mut out = BTreeMap::new();
+    while let Some(joined) = reads.join_next().await {
+        let Ok((topic, partition, result)) = joined else {
+            continue;
+        };
+        let (data, stat) = match result {
+            Ok(r) => r,
+            Err(ZkError::NoNode { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let path = paths::partition_state(&topic, partition);
+        let s = PartitionState::decode(&data).map_err(|e| ControllerZkError::Malformed {
+            path,
+            reason: e.to_string(),
+        })?;
+        out.insert(
+            (topic, partition),
+            StoredLeadership {
+                leader: s.leader.0,
+                leader_epoch: s.leader_epoch.0,
+                isr: s.isr,
+                controller_epoch: s.controller_epoch.0,
+                leader_recovery_state: s.leader_recovery_state.unwrap_or(0) as u8,
+                zk_version: stat.version.0,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// The state znode payload for a leadership decided in `controller_epoch`.
+pub fn state_payload(l: &StoredLeadership, controller_epoch: i32) -> Vec<u8> {
+    PartitionState {
+        controller_epoch: ControllerEpoch(controller_epoch),
+        leader: BrokerId(l.leader),
+        version: 1,
+        leader_epoch: LeaderEpoch(l.leader_epoch),
+        isr: l.isr.clone(),
+        leader_recovery_state: (l.leader_recovery_state == 1).then_some(1),
+    }
+    .encode()
+}
+
+/// Creates the state znodes of new partitions (with their parents), fenced; returns each
+/// partition's state version (0).
+pub async fn create_partition_states<S: ZkStore>(
+    zk: &S,
+    epoch: ControllerEpoch,
+    epoch_version: ZkVersion,
+    states: &[((String, i32), StoredLeadership)],
+) -> Result<(), ControllerZkError> {
+    let mut ops = Vec::new();
+    let mut parents = std::collections::BTreeSet::new();
+    for ((topic, partition), l) in states {
+        if parents.insert(topic.clone()) && zk.exists(&paths::topic_partitions(topic)).await?.is_none() {
+            ops.push(Op::Create {
+                path: paths::topic_partitions(topic),
+                data: Vec::new(),
+                mode: CreateMode::Persistent,
+            });
+        }
+        if zk.exists(&paths::topic_partition(topic, *partition)).await?.is_none() {
+            ops.push(Op::Create {
+                path: paths::topic_partition(topic, *partition),
+                data: Vec::new(),
+                mode: CreateMode::Persistent,
+            });
+        }
+        ops.push(Op::Create {
+            path: paths::partition_state(topic, *partition),
+            data: state_payload(l, epoch.0),
+            mode: CreateMode::Persistent,
+        });
+    }
+    if ops.is_empty() {
+        return Ok(());
+    }
+    fenced(zk, epoch_version, ops).await.map(|_| ())
+}
+
+/// Writes new leaderships over existing state znodes (conditional on each zkVersion), fenced.
+/// Returns the new zkVersions.
+pub async fn update_partition_states<S: ZkStore>(
+    zk: &S,
+    epoch: ControllerEpoch,
+    epoch_version: ZkVersion,
+    states: &[((String, i32), StoredLeadership)],
+) -> Result<Vec<i32>, ControllerZkError> {
+    let ops = states
+        .iter()
+        .map(|((t, p), l)| Op::SetData {
+            path: paths::partition_state(t, *p),
+            data: state_payload(l, epoch.0),
+            version: Some(ZkVersion(l.zk_version)),
+        })
+        .collect();
+    let results = fenced(zk, epoch_version, ops).await?;
+    Ok(results
+        .into_iter()
+        .map(|r| match r {
+            crate::zk::store::OpResult::SetData { stat } => stat.version.0,
+            _ => -1,
+        })
+        .collect())
+}

@@ -1,0 +1,222 @@
+//! The controller against a real ZooKeeper and real broker processes: exactly one controller,
+//! `/controller_epoch` +1 per election, failover after kill -9, topics created by any path
+//! (auto-creation, an operator writing `/brokers/topics/<t>` with zkCli) get leaders with valid
+//! state znodes, a dead leader's partitions move to ISR members, and with unclean election off a
+//! partition whose whole ISR is dead stays offline.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{unique_chroot, wait_until, zkcli, zookeeper, BrokerProcess, BrokerSpec};
+use kastle::zk::models::{ControllerZNode, PartitionState, ZNodePayload};
+use kastle::zk::paths::ZNodeKind;
+use kastle::zk::store::{CreateMode, ZkStore};
+use kastle::zk::ZkSession;
+
+const SESSION_MS: u64 = 3_000;
+
+async fn controller_of(zk: &ZkSession) -> Option<i32> {
+    let (data, _) = zk.get_data("/controller").await.ok()?;
+    ControllerZNode::decode(&data).ok().map(|c| c.brokerid.0)
+}
+
+async fn controller_epoch(zk: &ZkSession) -> i32 {
+    let (data, _) = zk.get_data("/controller_epoch").await.expect("epoch");
+    String::from_utf8_lossy(&data).trim().parse().expect("decimal")
+}
+
+async fn state(zk: &ZkSession, topic: &str, partition: i32) -> Option<PartitionState> {
+    let (data, _) = zk
+        .get_data(&format!("/brokers/topics/{topic}/partitions/{partition}/state"))
+        .await
+        .ok()?;
+    let problems = kastle::zk::schema::validate(ZNodeKind::PartitionState, &data).expect("schema");
+    assert!(problems.is_empty(), "{problems:?}");
+    PartitionState::decode(&data).ok()
+}
+
+fn start(chroot: &str, ids: &[i32]) -> Vec<BrokerProcess> {
+    ids.iter()
+        .map(|id| {
+            BrokerProcess::start(&BrokerSpec::new(*id, &zookeeper().connect(chroot)).session_timeout_ms(SESSION_MS))
+        })
+        .collect()
+}
+
+async fn all_registered(zk: &ZkSession, n: usize) {
+    wait_until(Duration::from_secs(20), "brokers registered", || async {
+        zk.children("/brokers/ids").await.map(|c| c.len() == n).unwrap_or(false)
+    })
+    .await;
+}
+
+/// Writes a topic the way an operator with zkCli (or Kafka 2.x's `--zookeeper` tools) would.
+async fn create_topic_by_hand(zk: &ZkSession, topic: &str, assignment: &str) {
+    zk.create(
+        &format!("/brokers/topics/{topic}"),
+        format!(r#"{{"version":1,"partitions":{assignment}}}"#).as_bytes(),
+        CreateMode::Persistent,
+    )
+    .await
+    .expect("write topic");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_controller_is_elected_and_a_new_one_takes_over_after_kill_9() {
+    let chroot = unique_chroot("ctrl-failover");
+    let mut brokers = start(&chroot, &[1, 2, 3]);
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+    let first = controller_of(&zk).await.expect("controller");
+    assert_eq!(controller_epoch(&zk).await, 1, "one election, one epoch");
+
+    let index = brokers
+        .iter()
+        .position(|_| true)
+        .map(|_| (first - 1) as usize)
+        .expect("index");
+    brokers[index].signal("KILL");
+    brokers[index].wait_exit(Duration::from_secs(10)).await;
+    wait_until(
+        Duration::from_millis(SESSION_MS + 10_000),
+        "a new controller",
+        || async { controller_of(&zk).await.is_some_and(|c| c != first) },
+    )
+    .await;
+    assert_eq!(controller_epoch(&zk).await, 2, "the epoch grows by one per election");
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_written_by_hand_get_leaders_and_move_to_isr_members_when_the_leader_dies() {
+    let chroot = unique_chroot("ctrl-topics");
+    let brokers = start(&chroot, &[1, 2, 3]);
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+
+    // Partition 0 led by 1 (ISR 1,2,3); partition 1 lives only on broker 2.
+    create_topic_by_hand(&zk, "manual", r#"{"0":[1,2,3],"1":[2]}"#).await;
+    wait_until(Duration::from_secs(20), "leaders for the hand-made topic", || async {
+        state(&zk, "manual", 0).await.is_some() && state(&zk, "manual", 1).await.is_some()
+    })
+    .await;
+    let p0 = state(&zk, "manual", 0).await.expect("state");
+    assert_eq!((p0.leader.0, p0.leader_epoch.0), (1, 0));
+    assert_eq!(p0.isr.iter().map(|b| b.0).collect::<Vec<_>>(), vec![1, 2, 3]);
+
+    // The real zkCli sees the same state.
+    let out = zkcli(
+        &zookeeper().address(),
+        &["get", &format!("{chroot}/brokers/topics/manual/partitions/0/state")],
+    );
+    assert!(out.contains(r#""leader":1"#), "{out}");
+
+    brokers[0].signal("KILL"); // the leader of partition 0
+    brokers[1].signal("KILL"); // the only replica of partition 1
+    wait_until(
+        Duration::from_millis(SESSION_MS + 15_000),
+        "partition 0 to move to an ISR member",
+        || async { state(&zk, "manual", 0).await.is_some_and(|s| s.leader.0 == 3) },
+    )
+    .await;
+    let p0 = state(&zk, "manual", 0).await.expect("state");
+    assert_eq!(
+        p0.isr.iter().map(|b| b.0).collect::<Vec<_>>(),
+        vec![3],
+        "dead replicas leave the ISR"
+    );
+    assert!(p0.leader_epoch.0 >= 1);
+    wait_until(
+        Duration::from_secs(15),
+        "partition 1 to go offline rather than elect outside its ISR",
+        || async { state(&zk, "manual", 1).await.is_some_and(|s| s.leader.0 == -1) },
+    )
+    .await;
+    let p1 = state(&zk, "manual", 1).await.expect("state");
+    assert_eq!(
+        p1.isr.iter().map(|b| b.0).collect::<Vec<_>>(),
+        vec![2],
+        "a one-member ISR is never emptied"
+    );
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcat_produces_to_an_auto_created_topic_and_reads_it_back_through_any_broker() {
+    let chroot = unique_chroot("ctrl-e2e");
+    let brokers = start(&chroot, &[1, 2, 3]);
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+    // Any broker's address bootstraps the client; the controller has told every broker the rest.
+    let reg = kastle::zk::KafkaZkClient::new(zk.clone())
+        .broker(kastle::types::BrokerId(2))
+        .await
+        .expect("read")
+        .expect("broker 2");
+    let bootstrap = reg.0.endpoints[0].trim_start_matches("PLAINTEXT://").to_string();
+    let input: String = (0..1_000).map(|i| format!("k{i}:v{i}\n")).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let mut p = Command::new("kcat")
+            .args(["-P", "-b", &bootstrap, "-t", "e2e", "-K", ":"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kcat -P");
+        p.stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+        let produced = p.wait_with_output().expect("wait");
+        assert!(
+            produced.status.success(),
+            "{}",
+            String::from_utf8_lossy(&produced.stderr)
+        );
+        let consumed = Command::new("kcat")
+            .args([
+                "-C",
+                "-b",
+                &bootstrap,
+                "-t",
+                "e2e",
+                "-o",
+                "beginning",
+                "-e",
+                "-f",
+                "%k:%s\n",
+            ])
+            .output()
+            .expect("kcat -C");
+        assert!(
+            consumed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&consumed.stderr)
+        );
+        (input, String::from_utf8_lossy(&consumed.stdout).into_owned())
+    })
+    .await
+    .expect("kcat");
+    assert_eq!(out.1, out.0, "every record back, in order");
+    let s = state(&zk, "e2e", 0)
+        .await
+        .expect("the controller wrote the state znode");
+    assert!(s.leader.0 >= 1);
+    drop(brokers);
+    zk.close().await;
+}
