@@ -32,11 +32,11 @@ enum Command {
     /// ZooKeeper tools.
     #[command(subcommand)]
     Zk(ZkCommand),
-    /// Print the batches of segment files (.log) and check index files (.index, .timeindex),
-    /// like kafka-dump-log.
-    /// Benchmarks against this machine's own limits.
+    /// Benchmarks: the log against this machine's own limits, and producer/consumer load.
     #[command(subcommand)]
     Perf(PerfCommand),
+    /// Print the batches of segment files (.log) and check index files (.index, .timeindex),
+    /// like kafka-dump-log.
     DumpLog {
         /// Segment, offset-index or time-index files.
         #[arg(long = "files", value_name = "FILE", num_args = 1.., required = true, value_delimiter = ',')]
@@ -82,6 +82,64 @@ enum PerfCommand {
         #[arg(long, default_value_t = 1000)]
         partitions: usize,
     },
+    /// Produce load to one partition, like kafka-producer-perf-test.
+    Produce(PerfProduceArgs),
+    /// Fetch load from one partition, like kafka-consumer-perf-test.
+    Consume(PerfConsumeArgs),
+}
+
+#[derive(Debug, Args)]
+struct PerfProduceArgs {
+    /// A broker to ask for the partition's leader.
+    #[arg(long, value_name = "HOST:PORT")]
+    bootstrap: String,
+    #[arg(long)]
+    topic: String,
+    #[arg(long, default_value_t = 0)]
+    partition: i32,
+    /// Records to send.
+    #[arg(long)]
+    records: u64,
+    /// Bytes per record value.
+    #[arg(long, value_name = "BYTES")]
+    record_size: usize,
+    /// Records per second to pace to; -1 for as fast as possible.
+    #[arg(long, value_name = "RECORDS_PER_SEC", default_value_t = -1.0, allow_negative_numbers = true)]
+    throughput: f64,
+    /// -1 (all in-sync replicas), 0 (no response) or 1 (the leader).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    acks: i16,
+    /// Uncompressed bytes of records per batch (the producer's batch.size).
+    #[arg(long, value_name = "BYTES", default_value_t = 16_384)]
+    batch_size: usize,
+    /// none, gzip, snappy, lz4 or zstd.
+    #[arg(long, default_value = "none")]
+    compression: kastle::admin::perf_produce::PerfCompression,
+    /// Produce requests awaiting a response at a time.
+    #[arg(long, default_value_t = 5)]
+    max_in_flight: usize,
+}
+
+#[derive(Debug, Args)]
+struct PerfConsumeArgs {
+    /// A broker to ask for the partition's leader.
+    #[arg(long, value_name = "HOST:PORT")]
+    bootstrap: String,
+    #[arg(long)]
+    topic: String,
+    #[arg(long, default_value_t = 0)]
+    partition: i32,
+    /// Records to read.
+    #[arg(long)]
+    records: u64,
+    /// Fetch max_bytes and partition_max_bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1_048_576)]
+    fetch_max_bytes: i32,
+    #[arg(long, default_value_t = 0)]
+    from_offset: i64,
+    /// Give up after this long without a record.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -123,6 +181,8 @@ fn main() -> ExitCode {
             Command::Zk(ZkCommand::Check { zookeeper, timeout_ms }) => zk_check(&zookeeper, timeout_ms).await,
             Command::DumpLog { files, print_data_log } => dump_log(&files, print_data_log),
             Command::Perf(PerfCommand::Log { dir, bytes, partitions }) => report(perf_log(&dir, bytes, partitions)),
+            Command::Perf(PerfCommand::Produce(args)) => report(perf_produce(args).await),
+            Command::Perf(PerfCommand::Consume(args)) => report(perf_consume(args).await),
         }
     })
 }
@@ -246,4 +306,41 @@ fn tempfile_dir(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
     let work = dir.join(format!("kastle-perf-{}", std::process::id()));
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     Ok(work)
+}
+
+async fn perf_produce(args: PerfProduceArgs) -> anyhow::Result<()> {
+    use kastle::admin::perf_produce::{run, PerfProduceOptions};
+    let options = PerfProduceOptions {
+        partition: args.partition,
+        throughput: (args.throughput > 0.0).then_some(args.throughput),
+        acks: args.acks,
+        batch_size: args.batch_size,
+        compression: args.compression,
+        max_in_flight: args.max_in_flight,
+        ..PerfProduceOptions::new(args.bootstrap, args.topic, args.records, args.record_size)
+    };
+    let report = run(&options).await.context("perf produce")?;
+    println!("{report}");
+    anyhow::ensure!(report.failed_records == 0, "{} records failed", report.failed_records);
+    Ok(())
+}
+
+async fn perf_consume(args: PerfConsumeArgs) -> anyhow::Result<()> {
+    use kastle::admin::perf_consume::{run, PerfConsumeOptions};
+    let options = PerfConsumeOptions {
+        partition: args.partition,
+        fetch_max_bytes: args.fetch_max_bytes,
+        from_offset: args.from_offset,
+        timeout: Duration::from_millis(args.timeout_ms),
+        ..PerfConsumeOptions::new(args.bootstrap, args.topic, args.records)
+    };
+    let report = run(&options).await.context("perf consume")?;
+    if report.timed_out {
+        eprintln!(
+            "WARNING: Exiting before consuming the expected number of records: timeout ({} ms) exceeded.",
+            args.timeout_ms
+        );
+    }
+    println!("{report}");
+    Ok(())
 }

@@ -100,11 +100,30 @@ async fn quickstart_runs_three_registered_brokers_and_stops_on_ctrl_c() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("kcat -P");
-        p.stdin.take().expect("stdin").write_all(b"a:1\nb:2\nc:3\n").expect("write");
+        p.stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"a:1\nb:2\nc:3\n")
+            .expect("write");
         let produced = p.wait_with_output().expect("wait");
-        assert!(produced.status.success(), "{}", String::from_utf8_lossy(&produced.stderr));
+        assert!(
+            produced.status.success(),
+            "{}",
+            String::from_utf8_lossy(&produced.stderr)
+        );
         let consumed = Command::new("kcat")
-            .args(["-C", "-b", &bootstrap, "-t", "quickstart", "-o", "beginning", "-e", "-f", "%k:%s\n"])
+            .args([
+                "-C",
+                "-b",
+                &bootstrap,
+                "-t",
+                "quickstart",
+                "-o",
+                "beginning",
+                "-e",
+                "-f",
+                "%k:%s\n",
+            ])
             .output()
             .expect("kcat -C");
         String::from_utf8_lossy(&consumed.stdout).into_owned()
