@@ -220,3 +220,81 @@ async fn kcat_produces_to_an_auto_created_topic_and_reads_it_back_through_any_br
     drop(brokers);
     zk.close().await;
 }
+
+const CREATE_WITH_CLIENTS: &str = r#"
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic
+from kafka.errors import TopicAlreadyExistsError
+addr = sys.argv[1]
+a = AdminClient({"bootstrap.servers": addr})
+fs = a.create_topics([NewTopic("ck-admin", num_partitions=3, replication_factor=2)], operation_timeout=20)
+fs["ck-admin"].result(30)
+dup = a.create_topics([NewTopic("ck-admin", num_partitions=1, replication_factor=1)])
+try:
+    dup["ck-admin"].result(30); raise SystemExit("duplicate accepted")
+except Exception as e:
+    assert "TOPIC_ALREADY_EXISTS" in str(e) or "already exists" in str(e), e
+k = KafkaAdminClient(bootstrap_servers=addr)
+k.create_topics([KpNewTopic("kp-admin", num_partitions=2, replication_factor=3)], timeout_ms=20000)
+try:
+    k.create_topics([KpNewTopic("kp-admin", num_partitions=2, replication_factor=3)], timeout_ms=20000)
+    raise SystemExit("duplicate accepted")
+except TopicAlreadyExistsError:
+    pass
+print("ok")
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_clients_create_topics_through_the_controller() {
+    let chroot = unique_chroot("ctrl-admin");
+    let _brokers = start(&chroot, &[1, 2, 3]);
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+    let reg = kastle::zk::KafkaZkClient::new(zk.clone())
+        .broker(kastle::types::BrokerId(1))
+        .await
+        .expect("read")
+        .expect("b1");
+    let bootstrap = reg.0.endpoints[0].trim_start_matches("PLAINTEXT://").to_string();
+    let python = std::env::var_os("KASTLE_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python")));
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .args(["-c", CREATE_WITH_CLIENTS, &bootstrap])
+            .output()
+            .expect("python")
+    })
+    .await
+    .expect("python");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (topic, partitions, rf) in [("ck-admin", 3, 2), ("kp-admin", 2, 3)] {
+        for p in 0..partitions {
+            let s = state(&zk, topic, p).await.expect("state znode");
+            assert_eq!(s.isr.len(), rf, "{topic}-{p}: every replica starts in the ISR");
+        }
+        let (data, _) = zk
+            .get_data(&format!("/brokers/topics/{topic}"))
+            .await
+            .expect("assignment");
+        let json: serde_json::Value = serde_json::from_slice(&data).expect("json");
+        let leaders: std::collections::BTreeSet<i64> = (0..partitions)
+            .map(|p| json["partitions"][p.to_string()][0].as_i64().expect("replica"))
+            .collect();
+        assert!(
+            leaders.len() > 1 || partitions == 1,
+            "{topic}: preferred leaders spread over brokers"
+        );
+    }
+    zk.close().await;
+}

@@ -120,6 +120,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
             num_partitions: config.num_partitions(),
             default_replication_factor: config.default_replication_factor(),
         },
+        controller: std::sync::OnceLock::new(),
     });
 
     let mut registrar = Registrar::new(
@@ -147,6 +148,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         stop_rx.clone(),
     )
     .await;
+    let _ = apis.controller.set(controller.clone());
     // Like Kafka, requests are served only once the broker is registered.
     let server = SocketServer::start(
         bound.into_iter().map(listeners::BoundListener::into_parts).collect(),

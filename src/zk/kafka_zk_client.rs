@@ -177,18 +177,19 @@ impl<S: ZkStore> KafkaZkClient<S> {
         Ok(path)
     }
 
-    /// Creates a topic as Kafka's admin path does: `/config/topics/<t>` (empty overrides)
+    /// Creates a topic as Kafka's admin path does: `/config/topics/<t>` (its config overrides)
     /// first, then `/brokers/topics/<t>` with the assignment and topic id.
     pub async fn create_topic(
         &self,
         name: &str,
         assignment: &std::collections::BTreeMap<i32, Vec<BrokerId>>,
         topic_id: uuid::Uuid,
+        configs: &std::collections::BTreeMap<String, String>,
     ) -> Result<(), KafkaZkError> {
         use base64::Engine;
         let config = EntityConfig {
             version: 1,
-            config: Default::default(),
+            config: configs.clone(),
         };
         match self
             .store

@@ -3,6 +3,7 @@
 //! the response and never fails the request as a whole for one partition's sake.
 
 mod controller_requests;
+mod create_topics;
 mod fetch;
 mod list_offsets;
 mod metadata;
@@ -36,6 +37,8 @@ pub struct KafkaApis {
     pub metadata_cache: Arc<MetadataCache>,
     pub zk: KafkaZkClient<ZkSession>,
     pub config: ApiConfig,
+    /// This broker's controller module, set once it has started (after the handlers exist).
+    pub controller: std::sync::OnceLock<crate::controller::ControllerHandle>,
 }
 
 impl RequestHandler for KafkaApis {
@@ -52,6 +55,9 @@ impl RequestHandler for KafkaApis {
                 self, r,
             ))),
             RequestKind::StopReplica(r) => Some(ResponseKind::StopReplica(controller_requests::stop_replica(self, r))),
+            RequestKind::CreateTopics(r) => {
+                Some(ResponseKind::CreateTopics(create_topics::handle(self, &ctx, r).await))
+            }
             RequestKind::ControlledShutdown(_) => Some(ResponseKind::ControlledShutdown(
                 controller_requests::controlled_shutdown(),
             )),

@@ -1,0 +1,107 @@
+//! CreateTopics: answered by the active controller only (others say NOT_CONTROLLER, as a
+//! ZK-mode Kafka broker does). Each topic is validated and written to ZooKeeper; the response
+//! waits (up to `timeout_ms`) until the controller has elected its leaders and this broker's
+//! metadata shows them, so a client can produce right after.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+
+use super::{str_bytes, KafkaApis};
+use crate::network::handler::RequestContext;
+use crate::server::topic_creation::{self, NewTopic};
+use crate::types::BrokerId;
+
+const NOT_CONTROLLER: i16 = 41;
+
+pub(super) async fn handle(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    request: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let version = ctx.api_version;
+    let active = apis.controller.get().is_some_and(|c| c.is_active());
+    let mut results = Vec::with_capacity(request.topics.len());
+    let mut created = Vec::new();
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        let mut result = CreatableTopicResult::default().with_name(topic.name.clone());
+        let outcome = if !active {
+            Err(NOT_CONTROLLER)
+        } else {
+            let assignment = (!topic.assignments.is_empty()).then(|| {
+                topic
+                    .assignments
+                    .iter()
+                    .map(|a| (a.partition_index, a.broker_ids.iter().map(|b| BrokerId(b.0)).collect()))
+                    .collect()
+            });
+            let new = NewTopic {
+                name: name.clone(),
+                partitions: if topic.num_partitions == -1 {
+                    apis.config.num_partitions
+                } else {
+                    topic.num_partitions
+                },
+                replication_factor: if topic.replication_factor == -1 {
+                    apis.config.default_replication_factor
+                } else {
+                    topic.replication_factor
+                },
+                assignment,
+                configs: topic
+                    .configs
+                    .iter()
+                    .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+                    .collect(),
+            };
+            topic_creation::create(apis, &new, request.validate_only)
+                .await
+                .map(|id| (id, new))
+        };
+        match outcome {
+            Ok((id, new)) => {
+                if version >= 7 {
+                    result.topic_id = id;
+                }
+                if version >= 5 {
+                    result.num_partitions = new.assignment.as_ref().map_or(new.partitions, |a| a.len() as i32);
+                    result.replication_factor = new
+                        .assignment
+                        .as_ref()
+                        .and_then(|a| a.values().next().map(|r| r.len() as i16))
+                        .unwrap_or(new.replication_factor);
+                    result.configs = Some(Vec::new());
+                }
+                if !request.validate_only {
+                    created.push(name);
+                }
+            }
+            Err(code) => {
+                result.error_code = code;
+                if version >= 1 {
+                    result.error_message = Some(str_bytes(&format!("topic creation failed with error {code}")));
+                }
+            }
+        }
+        results.push(result);
+    }
+    // Wait until the new topics have leaders in this broker's metadata, as Kafka's delayed
+    // CreateTopics does, but never past the request's timeout.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(request.timeout_ms.max(0) as u64);
+    let mut changes = apis.replica_manager.subscribe_changes();
+    while !created.is_empty() && tokio::time::Instant::now() < deadline {
+        created.retain(|t| {
+            apis.metadata_cache
+                .topic(t)
+                .is_none_or(|c| c.partitions.values().any(|p| p.leader < 0))
+        });
+        if created.is_empty() {
+            break;
+        }
+        let step = deadline.min(tokio::time::Instant::now() + Duration::from_millis(50));
+        let _ = tokio::time::timeout_at(step, changes.changed()).await;
+    }
+    CreateTopicsResponse::default().with_topics(results)
+}
