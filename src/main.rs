@@ -223,13 +223,16 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
 }
 
 async fn run_broker(config: KafkaConfig) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
     tracing::info!("KafkaConfig values:\n{}", config.render_effective());
+    // Handlers go in before start-up: a SIGTERM that arrives while the broker starts (it may
+    // already be registered) must lead to a clean shutdown, not the default kill.
+    let mut sigterm = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
     let mut broker = Broker::start(&config).await.context("broker start-up failed")?;
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("cannot install the SIGTERM handler")?;
     tokio::select! {
         _ = sigterm.recv() => tracing::info!("SIGTERM received"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+        _ = sigint.recv() => tracing::info!("SIGINT received"),
         e = broker.fatal_error() => return Err(anyhow::Error::new(e).context("the broker had to stop")),
     }
     broker.shutdown().await.context("shutdown failed")
