@@ -298,3 +298,51 @@ async fn admin_clients_create_topics_through_the_controller() {
     }
     zk.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_controller_loses_its_role_and_one_controller_remains_after_it_resumes() {
+    let chroot = unique_chroot("ctrl-zombie");
+    let brokers = start(&chroot, &[1, 2, 3]);
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+    let first = controller_of(&zk).await.expect("controller");
+    let paused = &brokers[(first - 1) as usize];
+    paused.signal("STOP");
+    wait_until(
+        Duration::from_millis(SESSION_MS + 15_000),
+        "another controller while the first is paused",
+        || async { controller_of(&zk).await.is_some_and(|c| c != first) },
+    )
+    .await;
+    let second = controller_of(&zk).await.expect("controller");
+    assert_eq!(controller_epoch(&zk).await, 2);
+    paused.signal("CONT");
+    // The zombie finds its session gone, resigns, and comes back as an ordinary broker.
+    wait_until(Duration::from_secs(20), "the paused broker to re-register", || async {
+        zk.exists(&format!("/brokers/ids/{first}"))
+            .await
+            .ok()
+            .flatten()
+            .is_some()
+    })
+    .await;
+    create_topic_by_hand(&zk, "after-zombie", r#"{"0":[1,2,3]}"#).await;
+    wait_until(
+        Duration::from_secs(20),
+        "the live controller to elect a leader",
+        || async { state(&zk, "after-zombie", 0).await.is_some() },
+    )
+    .await;
+    let s = state(&zk, "after-zombie", 0).await.expect("state");
+    assert_eq!(
+        s.controller_epoch.0, 2,
+        "written by the current controller, not the zombie"
+    );
+    assert_eq!(controller_of(&zk).await, Some(second), "still exactly one controller");
+    assert_eq!(controller_epoch(&zk).await, 2, "the zombie did not win a new election");
+    zk.close().await;
+}
