@@ -229,6 +229,9 @@ async fn run_broker(config: KafkaConfig) -> anyhow::Result<()> {
     // already be registered) must lead to a clean shutdown, not the default kill.
     let mut sigterm = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
     let mut sigint = signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    if let Some(listener) = config.metrics_listener() {
+        start_metrics(listener)?;
+    }
     let mut broker = Broker::start(&config).await.context("broker start-up failed")?;
     tokio::select! {
         _ = sigterm.recv() => tracing::info!("SIGTERM received"),
@@ -236,6 +239,20 @@ async fn run_broker(config: KafkaConfig) -> anyhow::Result<()> {
         e = broker.fatal_error() => return Err(anyhow::Error::new(e).context("the broker had to stop")),
     }
     broker.shutdown().await.context("shutdown failed")
+}
+
+/// Serves Prometheus metrics (names as the stock JMX exporter produces for Kafka) on
+/// `metrics.listener` (`host:port`).
+fn start_metrics(listener: &str) -> anyhow::Result<()> {
+    let addr: std::net::SocketAddr = listener
+        .parse()
+        .with_context(|| format!("metrics.listener {listener:?} is not host:port"))?;
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .install()
+        .with_context(|| format!("cannot serve metrics on {addr}"))?;
+    tracing::info!(%addr, "Prometheus metrics on http://{addr}/metrics");
+    Ok(())
 }
 
 async fn zk_check(connect: &str, timeout_ms: u64) -> ExitCode {

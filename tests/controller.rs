@@ -346,3 +346,31 @@ async fn a_paused_controller_loses_its_role_and_one_controller_remains_after_it_
     assert_eq!(controller_epoch(&zk).await, 2, "the zombie did not win a new election");
     zk.close().await;
 }
+
+fn http_get(addr: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    Some(body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_reports_itself_on_the_prometheus_endpoint() {
+    let chroot = unique_chroot("ctrl-metrics");
+    let port = common::zookeeper::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let _broker = BrokerProcess::start(
+        &BrokerSpec::new(1, &zookeeper().connect(&chroot))
+            .session_timeout_ms(SESSION_MS)
+            .with("metrics.listener", &addr),
+    );
+    wait_until(Duration::from_secs(20), "the active controller gauge", || {
+        let body = http_get(&addr).unwrap_or_default();
+        async move { body.contains("kafka_controller_kafkacontroller_activecontrollercount 1") }
+    })
+    .await;
+}
