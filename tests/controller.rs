@@ -374,3 +374,42 @@ async fn the_controller_reports_itself_on_the_prometheus_endpoint() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_moves_leaderships_away_before_the_broker_exits() {
+    let chroot = unique_chroot("ctrl-shutdown");
+    // A long session timeout: only a controlled shutdown moves leadership before the process ends.
+    let mut brokers: Vec<BrokerProcess> = [1, 2, 3]
+        .iter()
+        .map(|id| BrokerProcess::start(&BrokerSpec::new(*id, &zookeeper().connect(&chroot)).session_timeout_ms(30_000)))
+        .collect();
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+    // Broker 3 leads partition 0 and follows in partition 1; partition 2 has it as sole replica.
+    create_topic_by_hand(&zk, "rolling", r#"{"0":[3,1,2],"1":[1,3,2],"2":[3]}"#).await;
+    wait_until(Duration::from_secs(20), "leaders", || async {
+        state(&zk, "rolling", 0).await.is_some_and(|s| s.leader.0 == 3) && state(&zk, "rolling", 2).await.is_some()
+    })
+    .await;
+    let before = state(&zk, "rolling", 0).await.expect("state");
+    brokers[2].signal("TERM");
+    let status = brokers[2].wait_exit(Duration::from_secs(30)).await;
+    assert!(status.success(), "{}", brokers[2].stderr());
+    assert!(
+        brokers[2].stderr().contains("controlled shutdown succeeded"),
+        "{}",
+        brokers[2].stderr()
+    );
+    let p0 = state(&zk, "rolling", 0).await.expect("state");
+    assert_eq!(p0.leader.0, 1, "leadership moved to the next ISR member");
+    assert!(p0.leader_epoch.0 > before.leader_epoch.0);
+    assert!(!p0.isr.iter().any(|b| b.0 == 3), "the stopping broker left the ISR");
+    let p1 = state(&zk, "rolling", 1).await.expect("state");
+    assert_eq!(p1.leader.0, 1);
+    assert!(!p1.isr.iter().any(|b| b.0 == 3), "it left the ISRs it followed in too");
+    zk.close().await;
+}

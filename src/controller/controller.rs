@@ -5,8 +5,9 @@
 //! LeaderAndIsr / UpdateMetadata. A failed epoch check means another controller exists: resign.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::channel::{ControlRequest, ControllerChannel};
 use super::decisions;
@@ -18,9 +19,30 @@ use crate::zk::session::SessionEvent;
 use crate::zk::store::{WatchEvent, WatchMode, ZkStore};
 use crate::zk::ZkSession;
 
+/// The answer to a ControlledShutdown: partitions the broker still leads, or an error code.
+pub type ShutdownResult = Result<Vec<(String, i32)>, i16>;
+
+/// Where a ControlledShutdown's answer goes (shared so events stay `Clone`).
+#[derive(Debug, Clone)]
+struct Reply(Arc<Mutex<Option<oneshot::Sender<ShutdownResult>>>>);
+
+impl Reply {
+    fn send(&self, result: ShutdownResult) {
+        if let Some(tx) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = tx.send(result);
+        }
+    }
+}
+
 /// What the controller reacts to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Event {
+    /// A broker asks to move its leaderships away before it stops.
+    ControlledShutdown {
+        broker: BrokerId,
+        broker_epoch: i64,
+        reply: Reply,
+    },
     Startup,
     /// `/controller` was created, changed or deleted: re-check, maybe elect.
     ControllerChange,
@@ -28,6 +50,12 @@ enum Event {
     TopicChange,
     SessionEnded,
     SessionEstablished,
+}
+
+/// Why a controlled shutdown could not be handled.
+enum ShutdownError {
+    Code(i16),
+    Zk(ControllerZkError),
 }
 
 /// Settings the controller needs.
@@ -42,6 +70,7 @@ pub struct ControllerConfig {
 #[derive(Debug, Clone)]
 pub struct ControllerHandle {
     active: watch::Receiver<Option<ControllerEpoch>>,
+    events: mpsc::UnboundedSender<Event>,
 }
 
 impl ControllerHandle {
@@ -52,6 +81,25 @@ impl ControllerHandle {
 
     pub fn is_active(&self) -> bool {
         self.active.borrow().is_some()
+    }
+
+    /// Handles a ControlledShutdown request (on the active controller): moves leaderships off
+    /// `broker` and answers with the partitions it still leads.
+    pub async fn controlled_shutdown(&self, broker: BrokerId, broker_epoch: i64) -> ShutdownResult {
+        let (tx, rx) = oneshot::channel();
+        let reply = Reply(Arc::new(Mutex::new(Some(tx))));
+        if self
+            .events
+            .send(Event::ControlledShutdown {
+                broker,
+                broker_epoch,
+                reply,
+            })
+            .is_err()
+        {
+            return Err(NOT_CONTROLLER);
+        }
+        rx.await.unwrap_or(Err(NOT_CONTROLLER))
     }
 
     /// Changes of the active state (for tests and metrics).
@@ -104,6 +152,7 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
         }
     });
     let _ = tx.send(Event::Startup);
+    let events = tx.clone();
     let mut controller = Controller {
         config,
         zk,
@@ -122,15 +171,17 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
             controller.process(event).await;
         }
     });
-    ControllerHandle { active }
+    ControllerHandle { active, events }
 }
+
+const NOT_CONTROLLER: i16 = 41;
+const BROKER_NOT_AVAILABLE: i16 = 8;
+const STALE_BROKER_EPOCH: i16 = 77;
 
 async fn forward_watch(mut stream: crate::zk::store::WatchStream, event: Event, tx: mpsc::UnboundedSender<Event>) {
     while let Some(e) = stream.recv().await {
-        let relevant = matches!(
-            (&event, &e),
-            (Event::ControllerChange, _) | (_, WatchEvent::ChildrenChanged { .. } | WatchEvent::Rearmed)
-        );
+        let relevant = matches!(event, Event::ControllerChange)
+            || matches!(e, WatchEvent::ChildrenChanged { .. } | WatchEvent::Rearmed);
         if relevant && tx.send(event.clone()).is_err() {
             return;
         }
@@ -146,6 +197,27 @@ impl Controller {
                 Ok(())
             }
             Event::BrokerChange => self.on_broker_change().await,
+            Event::ControlledShutdown {
+                broker,
+                broker_epoch,
+                reply,
+            } => {
+                let result = self.on_controlled_shutdown(broker, broker_epoch).await;
+                match result {
+                    Ok(remaining) => {
+                        reply.send(Ok(remaining));
+                        Ok(())
+                    }
+                    Err(ShutdownError::Code(code)) => {
+                        reply.send(Err(code));
+                        Ok(())
+                    }
+                    Err(ShutdownError::Zk(e)) => {
+                        reply.send(Err(NOT_CONTROLLER));
+                        Err(e)
+                    }
+                }
+            }
             Event::TopicChange => self.on_topic_change().await,
         };
         match result {
@@ -284,6 +356,9 @@ impl Controller {
                 active.channel.add_broker(*id, addr, me);
             }
         }
+        for id in dead.iter().chain(&bounced) {
+            active.ctx.shutting_down.remove(id);
+        }
         active.ctx.live_brokers = now;
         let all = active.ctx.all_partitions();
         // Dead brokers leave the ISRs (and leadership); partitions without a leader are elected.
@@ -301,6 +376,71 @@ impl Controller {
             }
         }
         Ok(())
+    }
+
+    /// Kafka's controlled shutdown: leaderships of multi-replica partitions move to another ISR
+    /// member, and the broker leaves the ISRs it follows in; the answer lists what it still leads.
+    async fn on_controlled_shutdown(
+        &mut self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> Result<Vec<(String, i32)>, ShutdownError> {
+        let Some(active) = self.active.as_mut() else {
+            return Err(ShutdownError::Code(NOT_CONTROLLER));
+        };
+        let Some(registered) = active.ctx.live_brokers.get(&broker) else {
+            return Err(ShutdownError::Code(BROKER_NOT_AVAILABLE));
+        };
+        if broker_epoch != -1 && broker_epoch < registered.epoch {
+            return Err(ShutdownError::Code(STALE_BROKER_EPOCH));
+        }
+        active.ctx.shutting_down.insert(broker);
+        let ctx = &active.ctx;
+        let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
+        let mut updates = Vec::new();
+        for key in ctx.all_partitions() {
+            let assignment = ctx.replicas(&key.0, key.1);
+            if !assignment.contains(&broker) {
+                continue;
+            }
+            if let Some(current) = ctx.leaderships.get(&key) {
+                let next =
+                    decisions::controlled_shutdown(&assignment, current, &live, &ctx.shutting_down, broker, ctx.epoch);
+                if let Some(next) = next {
+                    updates.push((key, next));
+                }
+            }
+        }
+        let (epoch, version) = (ControllerEpoch(ctx.epoch), active.epoch_version);
+        let mut written = Vec::with_capacity(updates.len());
+        for chunk in updates.chunks(500) {
+            let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk)
+                .await
+                .map_err(ShutdownError::Zk)?;
+            for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
+                l.zk_version = v;
+                written.push((key, l));
+            }
+        }
+        let Some(active) = self.active.as_mut() else {
+            return Err(ShutdownError::Code(NOT_CONTROLLER));
+        };
+        let changed: Vec<(String, i32)> = written.iter().map(|(k, _)| k.clone()).collect();
+        for (key, l) in written {
+            active.ctx.leaderships.insert(key, l);
+        }
+        // Like Kafka, only replicated partitions count: a single-replica one cannot move.
+        let remaining: Vec<(String, i32)> = active
+            .ctx
+            .leaderships
+            .iter()
+            .filter(|((t, p), l)| l.leader == broker.0 && active.ctx.replicas(t, *p).len() > 1)
+            .map(|(k, _)| k.clone())
+            .collect();
+        tracing::info!(%broker, moved = changed.len(), remaining = remaining.len(), "controlled shutdown");
+        self.send_leader_and_isr(&changed, false);
+        self.send_update_metadata(&changed);
+        Ok(remaining)
     }
 
     async fn on_topic_change(&mut self) -> Result<(), ControllerZkError> {

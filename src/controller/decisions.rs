@@ -72,3 +72,35 @@ fn to_election(l: &StoredLeadership) -> election::LeaderAndIsr {
         partition_epoch: l.zk_version,
     }
 }
+
+/// Controlled shutdown of `broker`: a partition it leads moves to the first live ISR member not
+/// shutting down (the ISR drops shutting-down brokers); one it follows loses it from the ISR.
+/// `None` when nothing can or needs to change (e.g. a single-replica partition).
+pub fn controlled_shutdown(
+    assignment: &[BrokerId],
+    current: &StoredLeadership,
+    live: &BTreeSet<BrokerId>,
+    shutting_down: &BTreeSet<BrokerId>,
+    broker: BrokerId,
+    controller_epoch: i32,
+) -> Option<StoredLeadership> {
+    let state = to_election(current);
+    let next = if state.leader == Some(broker) {
+        if assignment.len() <= 1 {
+            return None;
+        }
+        let live: HashSet<BrokerId> = live.iter().copied().collect();
+        let shutting: HashSet<BrokerId> = shutting_down.iter().copied().collect();
+        election::controlled_shutdown_election(assignment, &state, &live, &shutting)?.new
+    } else {
+        election::remove_replica_from_isr(&state, broker)?
+    };
+    Some(StoredLeadership {
+        leader: next.leader.map_or(-1, |b| b.0),
+        leader_epoch: next.leader_epoch,
+        isr: next.isr,
+        controller_epoch,
+        leader_recovery_state: next.leader_recovery_state,
+        zk_version: current.zk_version,
+    })
+}

@@ -23,6 +23,8 @@ pub struct ControllerContext {
     pub live_brokers: BTreeMap<BrokerId, RegisteredBroker>,
     pub topics: BTreeMap<String, TopicInfo>,
     pub leaderships: BTreeMap<(String, i32), StoredLeadership>,
+    /// Brokers in controlled shutdown: they lead nothing new.
+    pub shutting_down: std::collections::BTreeSet<BrokerId>,
 }
 
 impl ControllerContext {

@@ -23,6 +23,7 @@ use crate::log::meta_properties::MetaPropertiesError;
 use crate::network::socket_server::{NetworkConfig, SocketServer};
 use crate::replica::ReplicaManager;
 use crate::server::apis::{ApiConfig, KafkaApis};
+use crate::server::controlled_shutdown::{self, ControlledShutdownConfig};
 use crate::server::metadata_cache::MetadataCache;
 use crate::types::{BrokerEpoch, BrokerId};
 use crate::zk::connect::{ConnectString, ConnectStringError};
@@ -223,6 +224,17 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         apis,
         server: Some(server),
         controller,
+        shutdown_config: ControlledShutdownConfig {
+            enable: config.get_bool("controlled.shutdown.enable").unwrap_or(true),
+            max_retries: config.get_i32("controlled.shutdown.max.retries").unwrap_or(3).max(0) as u32,
+            retry_backoff: Duration::from_millis(
+                config
+                    .get_i64("controlled.shutdown.retry.backoff.ms")
+                    .unwrap_or(5_000)
+                    .max(0) as u64,
+            ),
+            listener: config.inter_broker_listener_name().to_string(),
+        },
     })
 }
 
@@ -448,6 +460,7 @@ pub struct BrokerHandle {
     apis: Arc<KafkaApis>,
     server: Option<SocketServer>,
     controller: ControllerHandle,
+    shutdown_config: ControlledShutdownConfig,
 }
 
 impl BrokerHandle {
@@ -511,6 +524,9 @@ impl BrokerHandle {
     /// Clean shutdown: deregister, mark every live log dir cleanly shut down, close the session.
     pub async fn shutdown(mut self) -> Result<(), BrokerError> {
         tracing::info!(broker = %self.id, "shutting down");
+        // Move leaderships away while this broker still serves requests (Kafka's order).
+        let epoch = *self.epoch.borrow();
+        controlled_shutdown::run(&self.shutdown_config, &self.metadata_cache, &self.zk, self.id, epoch.0).await;
         if let Some(server) = self.server.take() {
             server.shutdown().await;
         }

@@ -3,6 +3,7 @@
 
 pub mod apis;
 pub mod broker;
+pub mod controlled_shutdown;
 pub mod listeners;
 pub mod log_dirs;
 pub mod metadata_cache;

@@ -1,13 +1,14 @@
 //! Requests the controller sends every broker: LeaderAndIsr (become leader or follower),
 //! UpdateMetadata (feeds the MetadataCache) and StopReplica, plus ControlledShutdown, which
-//! only the controller answers (this broker is not one yet: NOT_CONTROLLER). Stale controller
-//! and broker epochs are refused for the whole request.
+//! only the active controller answers (others: NOT_CONTROLLER). Stale controller and broker
+//! epochs are refused for the whole request.
 
+use kafka_protocol::messages::controlled_shutdown_response::RemainingPartition;
 use kafka_protocol::messages::leader_and_isr_response::{LeaderAndIsrPartitionError, LeaderAndIsrTopicError};
 use kafka_protocol::messages::stop_replica_response::StopReplicaPartitionError;
 use kafka_protocol::messages::{
-    ControlledShutdownResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
-    TopicName, UpdateMetadataRequest, UpdateMetadataResponse,
+    ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsrRequest, LeaderAndIsrResponse,
+    StopReplicaRequest, StopReplicaResponse, TopicName, UpdateMetadataRequest, UpdateMetadataResponse,
 };
 
 use super::{now_ms, KafkaApis};
@@ -197,6 +198,28 @@ pub(super) fn stop_replica(apis: &KafkaApis, request: StopReplicaRequest) -> Sto
     }
 }
 
-pub(super) fn controlled_shutdown() -> ControlledShutdownResponse {
-    ControlledShutdownResponse::default().with_error_code(NOT_CONTROLLER)
+/// ControlledShutdown, answered by the active controller only.
+pub(super) async fn controlled_shutdown(
+    apis: &KafkaApis,
+    request: ControlledShutdownRequest,
+) -> ControlledShutdownResponse {
+    let Some(controller) = apis.controller.get().filter(|c| c.is_active()) else {
+        return ControlledShutdownResponse::default().with_error_code(NOT_CONTROLLER);
+    };
+    match controller
+        .controlled_shutdown(BrokerId(request.broker_id.0), request.broker_epoch)
+        .await
+    {
+        Ok(remaining) => ControlledShutdownResponse::default().with_remaining_partitions(
+            remaining
+                .into_iter()
+                .map(|(topic, p)| {
+                    RemainingPartition::default()
+                        .with_topic_name(TopicName(super::str_bytes(&topic)))
+                        .with_partition_index(p)
+                })
+                .collect(),
+        ),
+        Err(code) => ControlledShutdownResponse::default().with_error_code(code),
+    }
 }

@@ -58,8 +58,8 @@ impl RequestHandler for KafkaApis {
             RequestKind::CreateTopics(r) => {
                 Some(ResponseKind::CreateTopics(create_topics::handle(self, &ctx, r).await))
             }
-            RequestKind::ControlledShutdown(_) => Some(ResponseKind::ControlledShutdown(
-                controller_requests::controlled_shutdown(),
+            RequestKind::ControlledShutdown(r) => Some(ResponseKind::ControlledShutdown(
+                controller_requests::controlled_shutdown(self, r).await,
             )),
             other => {
                 tracing::warn!(api = ?ctx.api_key, "no handler for a supported API; closing the request without a response");
