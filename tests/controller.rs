@@ -413,3 +413,133 @@ async fn sigterm_moves_leaderships_away_before_the_broker_exits() {
     assert!(!p1.isr.iter().any(|b| b.0 == 3), "it left the ISRs it followed in too");
     zk.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_topic_vanishes_everywhere_even_from_a_broker_that_was_down() {
+    let chroot = unique_chroot("ctrl-delete");
+    let specs: Vec<BrokerSpec> = [1, 2, 3]
+        .iter()
+        .map(|id| BrokerSpec::new(*id, &zookeeper().connect(&chroot)).session_timeout_ms(SESSION_MS))
+        .collect();
+    let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+    let controller = controller_of(&zk).await.expect("controller");
+    create_topic_by_hand(&zk, "doomed", r#"{"0":[1,2,3],"1":[2,3,1]}"#).await;
+    let dirs: Vec<std::path::PathBuf> = brokers.iter().map(|b| b.log_dir.clone()).collect();
+    wait_until(Duration::from_secs(20), "partition dirs on every broker", || {
+        let all = dirs
+            .iter()
+            .all(|d| d.join("doomed-0").exists() && d.join("doomed-1").exists());
+        async move { all }
+    })
+    .await;
+
+    // Take a non-controller broker down, then ask for the deletion the way old tools did.
+    let down = if controller == 3 { 2 } else { 3 };
+    let victim = brokers.remove(down - 1);
+    victim.signal("KILL");
+    wait_until(
+        Duration::from_millis(SESSION_MS + 10_000),
+        "the broker to be gone",
+        || async {
+            zk.exists(&format!("/brokers/ids/{down}"))
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+        },
+    )
+    .await;
+    zk.create("/admin/delete_topics/doomed", &[], CreateMode::Persistent)
+        .await
+        .expect("queue deletion");
+    assert!(
+        zk.exists("/brokers/topics/doomed").await.expect("exists").is_some(),
+        "deletion waits for the offline replica"
+    );
+
+    let restarted = victim.restart(&specs[down - 1]);
+    wait_until(Duration::from_secs(30), "the topic's znodes to go", || async {
+        zk.exists("/brokers/topics/doomed").await.ok().flatten().is_none()
+            && zk.exists("/admin/delete_topics/doomed").await.ok().flatten().is_none()
+            && zk.exists("/config/topics/doomed").await.ok().flatten().is_none()
+    })
+    .await;
+    wait_until(Duration::from_secs(30), "partition dirs to go on every broker", || {
+        let gone = dirs
+            .iter()
+            .all(|d| !d.join("doomed-0").exists() && !d.join("doomed-1").exists());
+        async move { gone }
+    })
+    .await;
+    drop(restarted);
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_clients_delete_topics_through_the_controller() {
+    let chroot = unique_chroot("ctrl-admin-delete");
+    let brokers = start(&chroot, &[1, 2]);
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 2).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+    create_topic_by_hand(&zk, "short-lived", r#"{"0":[1,2]}"#).await;
+    wait_until(Duration::from_secs(20), "a leader", || async {
+        state(&zk, "short-lived", 0).await.is_some()
+    })
+    .await;
+    let reg = kastle::zk::KafkaZkClient::new(zk.clone())
+        .broker(kastle::types::BrokerId(1))
+        .await
+        .expect("read")
+        .expect("b1");
+    let bootstrap = reg.0.endpoints[0].trim_start_matches("PLAINTEXT://").to_string();
+    let python = std::env::var_os("KASTLE_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python")));
+    let script = r#"
+import sys
+from confluent_kafka.admin import AdminClient
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+a.delete_topics(["short-lived"], operation_timeout=20)["short-lived"].result(30)
+try:
+    a.delete_topics(["never-was"], operation_timeout=5)["never-was"].result(30); raise SystemExit("unknown topic deleted")
+except Exception as e:
+    assert "UNKNOWN_TOPIC" in str(e), e
+print("ok")
+"#;
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .args(["-c", script, &bootstrap])
+            .output()
+            .expect("python")
+    })
+    .await
+    .expect("python");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(zk
+        .exists("/brokers/topics/short-lived")
+        .await
+        .expect("exists")
+        .is_none());
+    let dirs: Vec<std::path::PathBuf> = brokers.iter().map(|b| b.log_dir.join("short-lived-0")).collect();
+    wait_until(Duration::from_secs(20), "partition dirs to go", || {
+        let gone = dirs.iter().all(|d| !d.exists());
+        async move { gone }
+    })
+    .await;
+    zk.close().await;
+}

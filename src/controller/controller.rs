@@ -48,6 +48,8 @@ enum Event {
     ControllerChange,
     BrokerChange,
     TopicChange,
+    /// `/admin/delete_topics` children changed.
+    TopicDeletion,
     SessionEnded,
     SessionEstablished,
 }
@@ -130,6 +132,7 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
         (paths::CONTROLLER, WatchMode::Persistent, Event::ControllerChange),
         (paths::BROKER_IDS, WatchMode::Persistent, Event::BrokerChange),
         (paths::BROKER_TOPICS, WatchMode::Persistent, Event::TopicChange),
+        (paths::DELETE_TOPICS, WatchMode::Persistent, Event::TopicDeletion),
     ] {
         match zk.watch(path, mode).await {
             Ok(stream) => {
@@ -196,7 +199,12 @@ impl Controller {
                 self.resign("ZooKeeper session ended");
                 Ok(())
             }
-            Event::BrokerChange => self.on_broker_change().await,
+            Event::BrokerChange => match self.on_broker_change().await {
+                // A returning replica may unblock a deletion.
+                Ok(()) => self.on_topic_deletion().await,
+                Err(e) => Err(e),
+            },
+            Event::TopicDeletion => self.on_topic_deletion().await,
             Event::ControlledShutdown {
                 broker,
                 broker_epoch,
@@ -318,6 +326,8 @@ impl Controller {
         };
         self.send_leader_and_isr(&online, false);
         self.elect_partitions(&all).await?;
+        // Resume deletions queued before this controller took over.
+        self.on_topic_deletion().await?;
         tracing::info!(
             partitions = all.len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -441,6 +451,57 @@ impl Controller {
         self.send_leader_and_isr(&changed, false);
         self.send_update_metadata(&changed);
         Ok(remaining)
+    }
+
+    /// Kafka's TopicDeletionManager, simplified: a queued topic whose replicas are all live gets
+    /// UpdateMetadata (leader -2) and StopReplica(delete) everywhere, then its znodes go; one
+    /// with a dead replica waits (and is retried on the next broker change).
+    async fn on_topic_deletion(&mut self) -> Result<(), ControllerZkError> {
+        if self.active.is_none() {
+            return Ok(());
+        }
+        let queued = zk_ops::topics_to_delete(&self.zk).await?;
+        for topic in queued {
+            let Some(active) = self.active.as_ref() else {
+                return Ok(());
+            };
+            let Some(info) = active.ctx.topics.get(&topic).cloned() else {
+                // Unknown (already gone, or never existed): just drop the marker.
+                zk_ops::delete_topic_znodes(&self.zk, active.epoch_version, &topic, &[]).await?;
+                continue;
+            };
+            let replicas: BTreeSet<BrokerId> = info.assignment.values().flatten().copied().collect();
+            if let Some(dead) = replicas.iter().find(|r| !active.ctx.is_live(**r)) {
+                tracing::info!(%topic, replica = %dead, "topic deletion waits for an offline replica");
+                continue;
+            }
+            let partitions: Vec<i32> = info.assignment.keys().copied().collect();
+            for (id, b) in &active.ctx.live_brokers {
+                let request = requests::update_metadata_deleting(&active.ctx, &topic, b.epoch);
+                active.channel.send(*id, ControlRequest::UpdateMetadata(request));
+            }
+            for replica in &replicas {
+                let Some(b) = active.ctx.live_brokers.get(replica) else {
+                    continue;
+                };
+                let theirs: Vec<(String, i32)> = info
+                    .assignment
+                    .iter()
+                    .filter(|(_, r)| r.contains(replica))
+                    .map(|(p, _)| (topic.clone(), *p))
+                    .collect();
+                let request = requests::stop_replica(&active.ctx, &theirs, b.epoch, true);
+                active.channel.send(*replica, ControlRequest::StopReplica(request));
+            }
+            zk_ops::delete_topic_znodes(&self.zk, active.epoch_version, &topic, &partitions).await?;
+            let Some(active) = self.active.as_mut() else {
+                return Ok(());
+            };
+            active.ctx.topics.remove(&topic);
+            active.ctx.leaderships.retain(|(t, _), _| *t != topic);
+            tracing::info!(%topic, "topic deleted");
+        }
+        Ok(())
     }
 
     async fn on_topic_change(&mut self) -> Result<(), ControllerZkError> {

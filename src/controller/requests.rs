@@ -166,6 +166,62 @@ pub fn update_metadata(
         .with_topic_states(topic_states)
 }
 
+/// StopReplica (v3+) for `partitions` to a broker, deleting their logs when `delete` (leader
+/// epoch -2, Kafka's EpochDuringDelete, when deleting).
+pub fn stop_replica(
+    ctx: &ControllerContext,
+    partitions: &[(String, i32)],
+    broker_epoch: i64,
+    delete: bool,
+) -> kafka_protocol::messages::StopReplicaRequest {
+    use kafka_protocol::messages::stop_replica_request::{StopReplicaPartitionState, StopReplicaTopicState};
+    let mut by_topic: BTreeMap<&str, Vec<StopReplicaPartitionState>> = BTreeMap::new();
+    for (topic, p) in partitions {
+        let epoch = if delete {
+            -2
+        } else {
+            ctx.leaderships.get(&(topic.clone(), *p)).map_or(-1, |l| l.leader_epoch)
+        };
+        by_topic.entry(topic).or_default().push(
+            StopReplicaPartitionState::default()
+                .with_partition_index(*p)
+                .with_leader_epoch(epoch)
+                .with_delete_partition(delete),
+        );
+    }
+    kafka_protocol::messages::StopReplicaRequest::default()
+        .with_controller_id(KpBrokerId(ctx.controller.0))
+        .with_controller_epoch(ctx.epoch)
+        .with_broker_epoch(broker_epoch)
+        .with_topic_states(
+            by_topic
+                .into_iter()
+                .map(|(t, states)| {
+                    StopReplicaTopicState::default()
+                        .with_topic_name(name(t))
+                        .with_partition_states(states)
+                })
+                .collect(),
+        )
+}
+
+/// UpdateMetadata telling brokers a topic is going away: its partitions with leader -2
+/// (Kafka's LeaderDuringDelete), so metadata caches drop them.
+pub fn update_metadata_deleting(ctx: &ControllerContext, topic: &str, broker_epoch: i64) -> UpdateMetadataRequest {
+    let partitions: Vec<(String, i32)> = ctx
+        .topics
+        .get(topic)
+        .map(|t| t.assignment.keys().map(|p| (topic.to_string(), *p)).collect())
+        .unwrap_or_default();
+    let mut request = update_metadata(ctx, &partitions, broker_epoch);
+    for t in &mut request.topic_states {
+        for p in &mut t.partition_states {
+            p.leader = KpBrokerId(-2);
+        }
+    }
+    request
+}
+
 /// LeaderAndIsr for `partitions` to a broker with `broker_epoch`.
 pub fn leader_and_isr(
     ctx: &ControllerContext,

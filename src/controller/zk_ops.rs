@@ -369,3 +369,41 @@ pub async fn update_partition_states<S: ZkStore>(
         })
         .collect())
 }
+
+/// Topics queued for deletion under `/admin/delete_topics`.
+pub async fn topics_to_delete<S: ZkStore>(zk: &S) -> Result<Vec<String>, ControllerZkError> {
+    match zk.children(paths::DELETE_TOPICS).await {
+        Ok(c) => Ok(c),
+        Err(ZkError::NoNode { .. }) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Removes a deleted topic's znodes (state znodes, partitions, the topic, its config, the
+/// deletion marker) in one fenced multi.
+pub async fn delete_topic_znodes<S: ZkStore>(
+    zk: &S,
+    epoch_version: ZkVersion,
+    topic: &str,
+    partitions: &[i32],
+) -> Result<(), ControllerZkError> {
+    let mut ops = Vec::new();
+    for p in partitions {
+        for path in [paths::partition_state(topic, *p), paths::topic_partition(topic, *p)] {
+            if zk.exists(&path).await?.is_some() {
+                ops.push(Op::Delete { path, version: None });
+            }
+        }
+    }
+    for path in [
+        paths::topic_partitions(topic),
+        paths::topic(topic),
+        paths::config_entity("topics", topic),
+        paths::delete_topic(topic),
+    ] {
+        if zk.exists(&path).await?.is_some() {
+            ops.push(Op::Delete { path, version: None });
+        }
+    }
+    fenced(zk, epoch_version, ops).await.map(|_| ())
+}

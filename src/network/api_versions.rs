@@ -30,6 +30,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     // Kafka 3.9 has ApiVersions 0-4, which is also the codec's maximum.
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 0, 7),
+    (ApiKey::DeleteTopics, 0, 6),
 ];
 
 /// Error code 35: the request's version is outside the range we advertise.

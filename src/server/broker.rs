@@ -120,6 +120,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
             auto_create_topics_enable: config.get_bool("auto.create.topics.enable").unwrap_or(true),
             num_partitions: config.num_partitions(),
             default_replication_factor: config.default_replication_factor(),
+            delete_topic_enable: config.get_bool("delete.topic.enable").unwrap_or(true),
         },
         controller: std::sync::OnceLock::new(),
     });

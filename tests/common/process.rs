@@ -111,6 +111,20 @@ impl BrokerProcess {
         }
     }
 
+    /// Starts the broker again on the same dirs (after it exited or was killed).
+    pub fn restart(mut self, spec: &BrokerSpec) -> BrokerProcess {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.exit = Some(self.child.try_wait().ok().flatten().unwrap_or_default());
+        let fresh = tempfile::Builder::new()
+            .prefix("kastle-broker-")
+            .tempdir()
+            .expect("tempdir");
+        let dir = std::mem::replace(&mut self.dir, fresh);
+        let log_dir = self.log_dir.clone();
+        BrokerProcess::start_in(spec, dir, log_dir)
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -4,6 +4,7 @@
 
 mod controller_requests;
 mod create_topics;
+mod delete_topics;
 mod fetch;
 mod list_offsets;
 mod metadata;
@@ -26,6 +27,7 @@ pub struct ApiConfig {
     pub auto_create_topics_enable: bool,
     pub num_partitions: i32,
     pub default_replication_factor: i16,
+    pub delete_topic_enable: bool,
 }
 
 /// The broker's request handlers.
@@ -55,6 +57,9 @@ impl RequestHandler for KafkaApis {
                 self, r,
             ))),
             RequestKind::StopReplica(r) => Some(ResponseKind::StopReplica(controller_requests::stop_replica(self, r))),
+            RequestKind::DeleteTopics(r) => {
+                Some(ResponseKind::DeleteTopics(delete_topics::handle(self, &ctx, r).await))
+            }
             RequestKind::CreateTopics(r) => {
                 Some(ResponseKind::CreateTopics(create_topics::handle(self, &ctx, r).await))
             }
