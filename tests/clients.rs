@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use common::wire::{act_as_controller, TestTopic};
@@ -137,17 +136,6 @@ async fn kcat_lists_metadata_and_round_trips_keyed_records_with_headers_under_ev
     broker.shutdown().await.expect("shutdown");
 }
 
-fn python() -> PathBuf {
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    let path = std::env::var_os("KASTLE_PYTHON").map(PathBuf::from).unwrap_or(venv);
-    assert!(
-        path.exists(),
-        "{} missing: scripts/test creates the venv with the Python clients",
-        path.display()
-    );
-    path
-}
-
 const KAFKA_PYTHON: &str = r#"
 import sys
 from kafka import KafkaProducer, KafkaConsumer, TopicPartition
@@ -201,7 +189,7 @@ print("ok", len(got))
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_python_and_confluent_kafka_produce_with_every_acks_and_consume_what_they_sent() {
     let (broker, addr, _dir) = cluster("pyclients", &["kp", "ck"], 1).await;
-    let py = python();
+    let py = common::python();
     for (script, topic) in [(KAFKA_PYTHON, "kp"), (CONFLUENT_KAFKA, "ck")] {
         let (py, addr) = (py.clone(), addr.clone());
         let out = tokio::task::spawn_blocking(move || run(Command::new(py).args(["-c", script, &addr, topic]), None))

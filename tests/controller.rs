@@ -161,12 +161,7 @@ async fn kcat_produces_to_an_auto_created_topic_and_reads_it_back_through_any_br
     })
     .await;
     // Any broker's address bootstraps the client; the controller has told every broker the rest.
-    let reg = kastle::zk::KafkaZkClient::new(zk.clone())
-        .broker(kastle::types::BrokerId(2))
-        .await
-        .expect("read")
-        .expect("broker 2");
-    let bootstrap = reg.0.endpoints[0].trim_start_matches("PLAINTEXT://").to_string();
+    let bootstrap = common::bootstrap_of(&zk, 2).await;
     let input: String = (0..1_000).map(|i| format!("k{i}:v{i}\n")).collect();
     let out = tokio::task::spawn_blocking(move || {
         use std::io::Write;
@@ -255,15 +250,8 @@ async fn admin_clients_create_topics_through_the_controller() {
         controller_of(&zk).await.is_some()
     })
     .await;
-    let reg = kastle::zk::KafkaZkClient::new(zk.clone())
-        .broker(kastle::types::BrokerId(1))
-        .await
-        .expect("read")
-        .expect("b1");
-    let bootstrap = reg.0.endpoints[0].trim_start_matches("PLAINTEXT://").to_string();
-    let python = std::env::var_os("KASTLE_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python")));
+    let bootstrap = common::bootstrap_of(&zk, 1).await;
+    let python = common::python();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(python)
             .args(["-c", CREATE_WITH_CLIENTS, &bootstrap])
@@ -496,15 +484,8 @@ async fn admin_clients_delete_topics_through_the_controller() {
         state(&zk, "short-lived", 0).await.is_some()
     })
     .await;
-    let reg = kastle::zk::KafkaZkClient::new(zk.clone())
-        .broker(kastle::types::BrokerId(1))
-        .await
-        .expect("read")
-        .expect("b1");
-    let bootstrap = reg.0.endpoints[0].trim_start_matches("PLAINTEXT://").to_string();
-    let python = std::env::var_os("KASTLE_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python")));
+    let bootstrap = common::bootstrap_of(&zk, 1).await;
+    let python = common::python();
     let script = r#"
 import sys
 from confluent_kafka.admin import AdminClient

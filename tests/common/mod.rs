@@ -56,6 +56,32 @@ pub fn unique_chroot(test: &str) -> String {
     format!("/{test}-{}-{n}", std::process::id())
 }
 
+/// The Python with the client libraries (`scripts/test` creates `.venv`; `KASTLE_PYTHON` overrides).
+pub fn python() -> std::path::PathBuf {
+    let path = std::env::var_os("KASTLE_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python")));
+    assert!(
+        path.exists(),
+        "{} missing: scripts/test creates the venv with the Python clients",
+        path.display()
+    );
+    path
+}
+
+/// `host:port` of broker `id`'s first endpoint, from its registration.
+pub async fn bootstrap_of(zk: &kastle::zk::ZkSession, id: i32) -> String {
+    let (registration, _) = kastle::zk::KafkaZkClient::new(zk.clone())
+        .broker(kastle::types::BrokerId(id))
+        .await
+        .expect("read registration")
+        .expect("broker registered");
+    registration.endpoints[0]
+        .split_once("://")
+        .map(|(_, a)| a.to_string())
+        .expect("endpoint")
+}
+
 /// Runs the real `zkCli.sh` one-shot command and returns its stdout.
 pub fn zkcli(server: &str, args: &[&str]) -> String {
     let out = std::process::Command::new("/usr/share/zookeeper/bin/zkCli.sh")
