@@ -524,3 +524,152 @@ print("ok")
     .await;
     zk.close().await;
 }
+
+/// A topic whose partition 0 is led by `leader` although broker 1 is its preferred replica, as
+/// after a failover (state znode written together with the topic, in one multi).
+async fn topic_led_by_non_preferred(zk: &ZkSession, topic: &str, leader: i32) {
+    use kastle::zk::store::Op;
+    let state = format!(r#"{{"controller_epoch":1,"leader":{leader},"version":1,"leader_epoch":3,"isr":[1,2,3]}}"#);
+    let ops = vec![
+        Op::Create {
+            path: format!("/brokers/topics/{topic}"),
+            data: br#"{"version":1,"partitions":{"0":[1,2,3]}}"#.to_vec(),
+            mode: CreateMode::Persistent,
+        },
+        Op::Create {
+            path: format!("/brokers/topics/{topic}/partitions"),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        },
+        Op::Create {
+            path: format!("/brokers/topics/{topic}/partitions/0"),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        },
+        Op::Create {
+            path: format!("/brokers/topics/{topic}/partitions/0/state"),
+            data: state.into_bytes(),
+            mode: CreateMode::Persistent,
+        },
+    ];
+    zk.multi(ops).await.expect("write topic and state");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preferred_elections_by_znode_and_by_api_restore_the_first_assigned_replica() {
+    use common::wire::Wire;
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let chroot = unique_chroot("ctrl-preferred");
+    let _brokers: Vec<BrokerProcess> = [1, 2, 3]
+        .iter()
+        .map(|id| {
+            BrokerProcess::start(
+                &BrokerSpec::new(*id, &zookeeper().connect(&chroot))
+                    .session_timeout_ms(SESSION_MS)
+                    .with("auto.leader.rebalance.enable", "false"),
+            )
+        })
+        .collect();
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+
+    // The legacy tools' way: /admin/preferred_replica_election.
+    topic_led_by_non_preferred(&zk, "by-znode", 2).await;
+    zk.create(
+        "/admin/preferred_replica_election",
+        br#"{"version":1,"partitions":[{"topic":"by-znode","partition":0}]}"#,
+        CreateMode::Persistent,
+    )
+    .await
+    .expect("request election");
+    wait_until(
+        Duration::from_secs(20),
+        "broker 1 to lead again and the request to be removed",
+        || async {
+            state(&zk, "by-znode", 0).await.is_some_and(|s| s.leader.0 == 1)
+                && zk
+                    .exists("/admin/preferred_replica_election")
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_none()
+        },
+    )
+    .await;
+    assert_eq!(
+        state(&zk, "by-znode", 0).await.expect("state").leader_epoch.0,
+        4,
+        "one election, one epoch"
+    );
+
+    // The ElectLeaders API (kafka-leader-election --election-type PREFERRED), sent to the controller.
+    topic_led_by_non_preferred(&zk, "by-api", 3).await;
+    let controller = controller_of(&zk).await.expect("controller");
+    let mut wire = Wire::connect(&common::bootstrap_of(&zk, controller).await).await;
+    let request = ElectLeadersRequest::default()
+        .with_election_type(0)
+        .with_timeout_ms(10_000)
+        .with_topic_partitions(Some(vec![TopicPartitions::default()
+            .with_topic(TopicName(StrBytes::from_static_str("by-api")))
+            .with_partitions(vec![0])]));
+    wait_until(Duration::from_secs(20), "the controller to know the topic", || async {
+        state(&zk, "by-api", 0).await.is_some()
+    })
+    .await;
+    let mut response: ElectLeadersResponse = wire.send(&request, 2).await;
+    for _ in 0..50 {
+        if response
+            .replica_election_results
+            .first()
+            .is_some_and(|r| r.partition_result[0].error_code != 3)
+        {
+            break;
+        }
+        // The topic may not have reached the controller's context yet: ask again.
+        response = wire.send(&request, 2).await;
+    }
+    assert_eq!(response.error_code, 0);
+    assert_eq!(response.replica_election_results[0].partition_result[0].error_code, 0);
+    assert_eq!(state(&zk, "by-api", 0).await.expect("state").leader.0, 1);
+    let again: ElectLeadersResponse = wire.send(&request, 2).await;
+    assert_eq!(
+        again.replica_election_results[0].partition_result[0].error_code, 84,
+        "ELECTION_NOT_NEEDED"
+    );
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_rebalance_moves_leadership_back_to_the_preferred_replica() {
+    let chroot = unique_chroot("ctrl-rebalance");
+    let _brokers: Vec<BrokerProcess> = [1, 2, 3]
+        .iter()
+        .map(|id| {
+            BrokerProcess::start(
+                &BrokerSpec::new(*id, &zookeeper().connect(&chroot))
+                    .session_timeout_ms(SESSION_MS)
+                    .with("leader.imbalance.check.interval.seconds", "1"),
+            )
+        })
+        .collect();
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(&zk).await.is_some()
+    })
+    .await;
+    topic_led_by_non_preferred(&zk, "drifted", 3).await;
+    wait_until(
+        Duration::from_secs(20),
+        "the imbalance check to restore broker 1",
+        || async { state(&zk, "drifted", 0).await.is_some_and(|s| s.leader.0 == 1) },
+    )
+    .await;
+    zk.close().await;
+}

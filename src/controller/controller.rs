@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::channel::{ControlRequest, ControllerChannel};
 use super::decisions;
 use super::requests::{self, ControllerContext};
-use super::zk_ops::{self, ControllerZkError};
+use super::zk_ops::{self, ControllerZkError, StoredLeadership};
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::paths;
 use crate::zk::session::SessionEvent;
@@ -22,12 +22,27 @@ use crate::zk::ZkSession;
 /// The answer to a ControlledShutdown: partitions the broker still leads, or an error code.
 pub type ShutdownResult = Result<Vec<(String, i32)>, i16>;
 
-/// Where a ControlledShutdown's answer goes (shared so events stay `Clone`).
-#[derive(Debug, Clone)]
-struct Reply(Arc<Mutex<Option<oneshot::Sender<ShutdownResult>>>>);
+/// Per-partition outcome of an ElectLeaders request (error code 0 = elected), or an error
+/// for the whole request.
+pub type ElectionOutcome = Result<Vec<((String, i32), i16)>, i16>;
 
-impl Reply {
-    fn send(&self, result: ShutdownResult) {
+/// Where a request's answer goes (shared so events stay `Clone`).
+#[derive(Debug)]
+struct Reply<T>(Arc<Mutex<Option<oneshot::Sender<T>>>>);
+
+impl<T> Clone for Reply<T> {
+    fn clone(&self) -> Self {
+        Reply(self.0.clone())
+    }
+}
+
+impl<T> Reply<T> {
+    fn new() -> (Self, oneshot::Receiver<T>) {
+        let (tx, rx) = oneshot::channel();
+        (Reply(Arc::new(Mutex::new(Some(tx)))), rx)
+    }
+
+    fn send(&self, result: T) {
         if let Some(tx) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = tx.send(result);
         }
@@ -41,8 +56,18 @@ enum Event {
     ControlledShutdown {
         broker: BrokerId,
         broker_epoch: i64,
-        reply: Reply,
+        reply: Reply<ShutdownResult>,
     },
+    /// ElectLeaders API: `None` = every partition.
+    ElectLeaders {
+        partitions: Option<Vec<(String, i32)>>,
+        unclean: bool,
+        reply: Reply<ElectionOutcome>,
+    },
+    /// `/admin/preferred_replica_election` was written (legacy tools).
+    PreferredReplicaElectionZNode,
+    /// The periodic leader-imbalance check (`auto.leader.rebalance.enable`).
+    AutoPreferredReplicaLeaderElection,
     Startup,
     /// `/controller` was created, changed or deleted: re-check, maybe elect.
     ControllerChange,
@@ -66,6 +91,12 @@ pub struct ControllerConfig {
     pub broker_id: BrokerId,
     pub inter_broker_listener: String,
     pub unclean_leader_election: bool,
+    /// `auto.leader.rebalance.enable`.
+    pub auto_leader_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds`.
+    pub leader_imbalance_check_interval: std::time::Duration,
+    /// `leader.imbalance.per.broker.percentage`.
+    pub leader_imbalance_per_broker_percentage: u32,
 }
 
 /// The controller as the rest of the broker sees it.
@@ -104,6 +135,23 @@ impl ControllerHandle {
         rx.await.unwrap_or(Err(NOT_CONTROLLER))
     }
 
+    /// Handles an ElectLeaders request (on the active controller).
+    pub async fn elect_leaders(&self, partitions: Option<Vec<(String, i32)>>, unclean: bool) -> ElectionOutcome {
+        let (reply, rx) = Reply::new();
+        if self
+            .events
+            .send(Event::ElectLeaders {
+                partitions,
+                unclean,
+                reply,
+            })
+            .is_err()
+        {
+            return Err(NOT_CONTROLLER);
+        }
+        rx.await.unwrap_or(Err(NOT_CONTROLLER))
+    }
+
     /// Changes of the active state (for tests and metrics).
     pub fn subscribe(&self) -> watch::Receiver<Option<ControllerEpoch>> {
         self.active.clone()
@@ -133,6 +181,11 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
         (paths::BROKER_IDS, WatchMode::Persistent, Event::BrokerChange),
         (paths::BROKER_TOPICS, WatchMode::Persistent, Event::TopicChange),
         (paths::DELETE_TOPICS, WatchMode::Persistent, Event::TopicDeletion),
+        (
+            paths::PREFERRED_REPLICA_ELECTION,
+            WatchMode::Persistent,
+            Event::PreferredReplicaElectionZNode,
+        ),
     ] {
         match zk.watch(path, mode).await {
             Ok(stream) => {
@@ -156,6 +209,22 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
     });
     let _ = tx.send(Event::Startup);
     let events = tx.clone();
+    if config.auto_leader_rebalance {
+        let (tx, every, mut stop) = (tx.clone(), config.leader_imbalance_check_interval, stop.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {},
+                    _ = stop.changed() => return,
+                }
+                if tx.send(Event::AutoPreferredReplicaLeaderElection).is_err() {
+                    return;
+                }
+            }
+        });
+    }
     let mut controller = Controller {
         config,
         zk,
@@ -184,7 +253,14 @@ const STALE_BROKER_EPOCH: i16 = 77;
 async fn forward_watch(mut stream: crate::zk::store::WatchStream, event: Event, tx: mpsc::UnboundedSender<Event>) {
     while let Some(e) = stream.recv().await {
         let relevant = matches!(event, Event::ControllerChange)
-            || matches!(e, WatchEvent::ChildrenChanged { .. } | WatchEvent::Rearmed);
+            || matches!(e, WatchEvent::ChildrenChanged { .. } | WatchEvent::Rearmed)
+            || matches!(
+                (&event, &e),
+                (
+                    Event::PreferredReplicaElectionZNode,
+                    WatchEvent::Created { .. } | WatchEvent::DataChanged { .. }
+                )
+            );
         if relevant && tx.send(event.clone()).is_err() {
             return;
         }
@@ -205,6 +281,22 @@ impl Controller {
                 Err(e) => Err(e),
             },
             Event::TopicDeletion => self.on_topic_deletion().await,
+            Event::ElectLeaders {
+                partitions,
+                unclean,
+                reply,
+            } => match self.on_elect_leaders(partitions, unclean).await {
+                Ok(outcome) => {
+                    reply.send(Ok(outcome));
+                    Ok(())
+                }
+                Err(e) => {
+                    reply.send(Err(NOT_CONTROLLER));
+                    Err(e)
+                }
+            },
+            Event::PreferredReplicaElectionZNode => self.on_preferred_replica_election_znode().await,
+            Event::AutoPreferredReplicaLeaderElection => self.on_auto_rebalance().await,
             Event::ControlledShutdown {
                 broker,
                 broker_epoch,
@@ -453,6 +545,150 @@ impl Controller {
         Ok(remaining)
     }
 
+    /// Runs preferred (or unclean) elections for `partitions` (all when `None`), writes the
+    /// results fenced and announces them; returns each partition's error code.
+    async fn on_elect_leaders(
+        &mut self,
+        partitions: Option<Vec<(String, i32)>>,
+        unclean: bool,
+    ) -> Result<Vec<((String, i32), i16)>, ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let ctx = &active.ctx;
+        let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
+        let wanted = partitions.unwrap_or_else(|| ctx.all_partitions());
+        let mut outcome = Vec::with_capacity(wanted.len());
+        let mut updates = Vec::new();
+        for key in wanted {
+            let Some(current) = ctx.leaderships.get(&key) else {
+                outcome.push((key, crate::protocol::error_codes::UNKNOWN_TOPIC_OR_PARTITION));
+                continue;
+            };
+            let assignment = ctx.replicas(&key.0, key.1);
+            let decided = if unclean {
+                decisions::unclean(&assignment, current, &live, ctx.epoch)
+            } else {
+                decisions::preferred(&assignment, current, &live, ctx.epoch)
+            };
+            match decided {
+                Ok(next) => {
+                    updates.push((key.clone(), next));
+                    outcome.push((key, 0));
+                }
+                Err(code) => outcome.push((key, code)),
+            }
+        }
+        self.apply_updates(updates).await?;
+        Ok(outcome)
+    }
+
+    /// Writes decided leaderships over existing state znodes (fenced) and announces them.
+    async fn apply_updates(
+        &mut self,
+        updates: Vec<((String, i32), StoredLeadership)>,
+    ) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let (epoch, version) = (ControllerEpoch(active.ctx.epoch), active.epoch_version);
+        let mut written = Vec::with_capacity(updates.len());
+        for chunk in updates.chunks(500) {
+            let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk).await?;
+            for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
+                l.zk_version = v;
+                written.push((key, l));
+            }
+        }
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        let changed: Vec<(String, i32)> = written.iter().map(|(k, _)| k.clone()).collect();
+        for (key, l) in written {
+            active.ctx.leaderships.insert(key, l);
+        }
+        self.send_leader_and_isr(&changed, false);
+        self.send_update_metadata(&changed);
+        Ok(())
+    }
+
+    /// Legacy tools' `/admin/preferred_replica_election`: elect, then delete the znode.
+    async fn on_preferred_replica_election_znode(&mut self) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let epoch_version = active.epoch_version;
+        let data = match self.zk.get_data(paths::PREFERRED_REPLICA_ELECTION).await {
+            Ok((data, _)) => data,
+            Err(crate::zk::store::ZkError::NoNode { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        use crate::zk::models::ZNodePayload;
+        let partitions = match crate::zk::models::PreferredReplicaElection::decode(&data) {
+            Ok(p) => p
+                .partitions
+                .into_iter()
+                .map(|p| (p.topic, p.partition))
+                .collect::<Vec<_>>(),
+            Err(e) => {
+                tracing::warn!(error = %e, "ignoring a malformed /admin/preferred_replica_election");
+                Vec::new()
+            }
+        };
+        let outcome = self.on_elect_leaders(Some(partitions), false).await?;
+        tracing::info!(?outcome, "preferred replica election from ZooKeeper");
+        let ops = vec![crate::zk::store::Op::Delete {
+            path: paths::PREFERRED_REPLICA_ELECTION.into(),
+            version: None,
+        }];
+        zk_ops::fenced(&self.zk, epoch_version, ops).await.map(|_| ())
+    }
+
+    /// Kafka's auto leader rebalance: for each broker, if more than
+    /// `leader.imbalance.per.broker.percentage` of the partitions it should lead (first assigned
+    /// replica) are led by someone else, run preferred elections for them.
+    async fn on_auto_rebalance(&mut self) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let ctx = &active.ctx;
+        // Per preferred broker: its partitions and whether it leads each.
+        type Preferred = Vec<((String, i32), bool)>;
+        let mut preferred_of: BTreeMap<BrokerId, Preferred> = BTreeMap::new();
+        for key in ctx.all_partitions() {
+            let Some(head) = ctx.replicas(&key.0, key.1).first().copied() else {
+                continue;
+            };
+            let led = ctx.leaderships.get(&key).is_some_and(|l| l.leader == head.0);
+            preferred_of.entry(head).or_default().push((key, led));
+        }
+        let mut wanted = Vec::new();
+        for (broker, partitions) in preferred_of {
+            if !ctx.is_live(broker) || ctx.shutting_down.contains(&broker) {
+                continue;
+            }
+            let imbalanced: Vec<(String, i32)> = partitions
+                .iter()
+                .filter(|(_, led)| !led)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let ratio = imbalanced.len() as f64 * 100.0 / partitions.len().max(1) as f64;
+            if ratio > f64::from(self.config.leader_imbalance_per_broker_percentage) {
+                wanted.extend(imbalanced);
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let outcome = self.on_elect_leaders(Some(wanted), false).await?;
+        let moved = outcome.iter().filter(|(_, code)| *code == 0).count();
+        tracing::info!(moved, "auto leader rebalance");
+        Ok(())
+    }
+
     /// Kafka's TopicDeletionManager, simplified: a queued topic whose replicas are all live gets
     /// UpdateMetadata (leader -2) and StopReplica(delete) everywhere, then its znodes go; one
     /// with a dead replica waits (and is retried on the next broker change).
@@ -517,15 +753,27 @@ impl Controller {
             return Ok(());
         }
         let infos = zk_ops::topic_infos(&self.zk, &new).await?;
+        let partitions: Vec<(String, i32)> = infos
+            .iter()
+            .flat_map(|(t, i)| i.assignment.keys().map(move |p| (t.clone(), *p)))
+            .collect();
+        // Normally new partitions have no state yet; one written by hand (or left by an earlier
+        // controller) is taken as it is.
+        let existing = zk_ops::leaderships(&self.zk, &partitions).await?;
         let Some(active) = self.active.as_mut() else {
             return Ok(());
         };
-        let mut partitions = Vec::new();
-        for (t, info) in infos {
-            partitions.extend(info.assignment.keys().map(|p| (t.clone(), *p)));
-            active.ctx.topics.insert(t, info);
+        active.ctx.topics.extend(infos);
+        let mut announced = Vec::new();
+        for (key, l) in existing {
+            if l.leader >= 0 && active.ctx.is_live(BrokerId(l.leader)) {
+                announced.push(key.clone());
+            }
+            active.ctx.leaderships.insert(key, l);
         }
         tracing::info!(topics = ?new, partitions = partitions.len(), "new topics");
+        self.send_leader_and_isr(&announced, true);
+        self.send_update_metadata(&announced);
         self.elect_partitions(&partitions).await
     }
 

@@ -104,3 +104,54 @@ pub fn controlled_shutdown(
         zk_version: current.zk_version,
     })
 }
+
+/// ELECTION_NOT_NEEDED: the wanted leader already leads.
+pub const ELECTION_NOT_NEEDED: i16 = 84;
+/// PREFERRED_LEADER_NOT_AVAILABLE: the first assigned replica is dead or out of sync.
+pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
+/// ELIGIBLE_LEADERS_NOT_AVAILABLE: no live replica can lead.
+pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
+
+/// Preferred-replica election: the first assigned replica leads if it is live and in sync.
+pub fn preferred(
+    assignment: &[BrokerId],
+    current: &StoredLeadership,
+    live: &BTreeSet<BrokerId>,
+    controller_epoch: i32,
+) -> Result<StoredLeadership, i16> {
+    if assignment.first().is_some_and(|p| p.0 == current.leader) {
+        return Err(ELECTION_NOT_NEEDED);
+    }
+    let live: HashSet<BrokerId> = live.iter().copied().collect();
+    let result = election::preferred_replica_election(assignment, &to_election(current), &live)
+        .ok_or(PREFERRED_LEADER_NOT_AVAILABLE)?;
+    Ok(stored(result.new, current, controller_epoch))
+}
+
+/// Unclean election (ElectLeaders UNCLEAN): only for a partition without a live leader; may pick
+/// a replica outside the ISR.
+pub fn unclean(
+    assignment: &[BrokerId],
+    current: &StoredLeadership,
+    live: &BTreeSet<BrokerId>,
+    controller_epoch: i32,
+) -> Result<StoredLeadership, i16> {
+    if current.leader >= 0 && live.contains(&BrokerId(current.leader)) {
+        return Err(ELECTION_NOT_NEEDED);
+    }
+    let live: HashSet<BrokerId> = live.iter().copied().collect();
+    let result = election::offline_partition_election(assignment, &to_election(current), &live, true)
+        .ok_or(ELIGIBLE_LEADERS_NOT_AVAILABLE)?;
+    Ok(stored(result.new, current, controller_epoch))
+}
+
+fn stored(next: election::LeaderAndIsr, current: &StoredLeadership, controller_epoch: i32) -> StoredLeadership {
+    StoredLeadership {
+        leader: next.leader.map_or(-1, |b| b.0),
+        leader_epoch: next.leader_epoch,
+        isr: next.isr,
+        controller_epoch,
+        leader_recovery_state: next.leader_recovery_state,
+        zk_version: current.zk_version,
+    }
+}

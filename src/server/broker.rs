@@ -145,6 +145,17 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
             broker_id: id,
             inter_broker_listener: config.inter_broker_listener_name().to_string(),
             unclean_leader_election: config.get_bool("unclean.leader.election.enable").unwrap_or(false),
+            auto_leader_rebalance: config.get_bool("auto.leader.rebalance.enable").unwrap_or(true),
+            leader_imbalance_check_interval: Duration::from_secs(
+                config
+                    .get_i64("leader.imbalance.check.interval.seconds")
+                    .unwrap_or(300)
+                    .max(1) as u64,
+            ),
+            leader_imbalance_per_broker_percentage: config
+                .get_i32("leader.imbalance.per.broker.percentage")
+                .unwrap_or(10)
+                .max(0) as u32,
         },
         session.clone(),
         stop_rx.clone(),

@@ -5,6 +5,7 @@
 mod controller_requests;
 mod create_topics;
 mod delete_topics;
+mod elect_leaders;
 mod fetch;
 mod list_offsets;
 mod metadata;
@@ -57,6 +58,9 @@ impl RequestHandler for KafkaApis {
                 self, r,
             ))),
             RequestKind::StopReplica(r) => Some(ResponseKind::StopReplica(controller_requests::stop_replica(self, r))),
+            RequestKind::ElectLeaders(r) => {
+                Some(ResponseKind::ElectLeaders(elect_leaders::handle(self, &ctx, r).await))
+            }
             RequestKind::DeleteTopics(r) => {
                 Some(ResponseKind::DeleteTopics(delete_topics::handle(self, &ctx, r).await))
             }
