@@ -1,0 +1,277 @@
+//! The controller's operator-facing work: controlled shutdown, preferred and unclean leader
+//! elections (ElectLeaders, `/admin/preferred_replica_election`, auto rebalance) and topic
+//! deletion. Same event loop and rules as [`super::controller`]: decide with pure functions,
+//! write ZooKeeper fenced, then announce.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::channel::ControlRequest;
+use super::controller::{Controller, ShutdownError, BROKER_NOT_AVAILABLE, NOT_CONTROLLER, STALE_BROKER_EPOCH};
+use super::decisions;
+use super::requests;
+use super::zk_ops::{self, ControllerZkError, StoredLeadership};
+use crate::types::{BrokerId, ControllerEpoch};
+use crate::zk::paths;
+use crate::zk::store::ZkStore;
+
+impl Controller {
+    /// Kafka's controlled shutdown: leaderships of multi-replica partitions move to another ISR
+    /// member, and the broker leaves the ISRs it follows in; the answer lists what it still leads.
+    pub(super) async fn on_controlled_shutdown(
+        &mut self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> Result<Vec<(String, i32)>, ShutdownError> {
+        let Some(active) = self.active.as_mut() else {
+            return Err(ShutdownError::Code(NOT_CONTROLLER));
+        };
+        let Some(registered) = active.ctx.live_brokers.get(&broker) else {
+            return Err(ShutdownError::Code(BROKER_NOT_AVAILABLE));
+        };
+        if broker_epoch != -1 && broker_epoch < registered.epoch {
+            return Err(ShutdownError::Code(STALE_BROKER_EPOCH));
+        }
+        active.ctx.shutting_down.insert(broker);
+        let ctx = &active.ctx;
+        let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
+        let mut updates = Vec::new();
+        for key in ctx.all_partitions() {
+            let assignment = ctx.replicas(&key.0, key.1);
+            if !assignment.contains(&broker) {
+                continue;
+            }
+            if let Some(current) = ctx.leaderships.get(&key) {
+                let next =
+                    decisions::controlled_shutdown(&assignment, current, &live, &ctx.shutting_down, broker, ctx.epoch);
+                if let Some(next) = next {
+                    updates.push((key, next));
+                }
+            }
+        }
+        let (epoch, version) = (ControllerEpoch(ctx.epoch), active.epoch_version);
+        let mut written = Vec::with_capacity(updates.len());
+        for chunk in updates.chunks(500) {
+            let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk)
+                .await
+                .map_err(ShutdownError::Zk)?;
+            for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
+                l.zk_version = v;
+                written.push((key, l));
+            }
+        }
+        let Some(active) = self.active.as_mut() else {
+            return Err(ShutdownError::Code(NOT_CONTROLLER));
+        };
+        let changed: Vec<(String, i32)> = written.iter().map(|(k, _)| k.clone()).collect();
+        for (key, l) in written {
+            active.ctx.leaderships.insert(key, l);
+        }
+        // Like Kafka, only replicated partitions count: a single-replica one cannot move.
+        let remaining: Vec<(String, i32)> = active
+            .ctx
+            .leaderships
+            .iter()
+            .filter(|((t, p), l)| l.leader == broker.0 && active.ctx.replicas(t, *p).len() > 1)
+            .map(|(k, _)| k.clone())
+            .collect();
+        tracing::info!(%broker, moved = changed.len(), remaining = remaining.len(), "controlled shutdown");
+        self.send_leader_and_isr(&changed, false);
+        self.send_update_metadata(&changed);
+        Ok(remaining)
+    }
+
+    /// Runs preferred (or unclean) elections for `partitions` (all when `None`), writes the
+    /// results fenced and announces them; returns each partition's error code.
+    pub(super) async fn on_elect_leaders(
+        &mut self,
+        partitions: Option<Vec<(String, i32)>>,
+        unclean: bool,
+    ) -> Result<Vec<((String, i32), i16)>, ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let ctx = &active.ctx;
+        let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
+        let wanted = partitions.unwrap_or_else(|| ctx.all_partitions());
+        let mut outcome = Vec::with_capacity(wanted.len());
+        let mut updates = Vec::new();
+        for key in wanted {
+            let Some(current) = ctx.leaderships.get(&key) else {
+                outcome.push((key, crate::protocol::error_codes::UNKNOWN_TOPIC_OR_PARTITION));
+                continue;
+            };
+            let assignment = ctx.replicas(&key.0, key.1);
+            let decided = if unclean {
+                decisions::unclean(&assignment, current, &live, ctx.epoch)
+            } else {
+                decisions::preferred(&assignment, current, &live, ctx.epoch)
+            };
+            match decided {
+                Ok(next) => {
+                    updates.push((key.clone(), next));
+                    outcome.push((key, 0));
+                }
+                Err(code) => outcome.push((key, code)),
+            }
+        }
+        self.apply_updates(updates).await?;
+        Ok(outcome)
+    }
+
+    /// Writes decided leaderships over existing state znodes (fenced) and announces them.
+    pub(super) async fn apply_updates(
+        &mut self,
+        updates: Vec<((String, i32), StoredLeadership)>,
+    ) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let (epoch, version) = (ControllerEpoch(active.ctx.epoch), active.epoch_version);
+        let mut written = Vec::with_capacity(updates.len());
+        for chunk in updates.chunks(500) {
+            let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk).await?;
+            for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
+                l.zk_version = v;
+                written.push((key, l));
+            }
+        }
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        let changed: Vec<(String, i32)> = written.iter().map(|(k, _)| k.clone()).collect();
+        for (key, l) in written {
+            active.ctx.leaderships.insert(key, l);
+        }
+        self.send_leader_and_isr(&changed, false);
+        self.send_update_metadata(&changed);
+        Ok(())
+    }
+
+    /// Legacy tools' `/admin/preferred_replica_election`: elect, then delete the znode.
+    pub(super) async fn on_preferred_replica_election_znode(&mut self) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let epoch_version = active.epoch_version;
+        let data = match self.zk.get_data(paths::PREFERRED_REPLICA_ELECTION).await {
+            Ok((data, _)) => data,
+            Err(crate::zk::store::ZkError::NoNode { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        use crate::zk::models::ZNodePayload;
+        let partitions = match crate::zk::models::PreferredReplicaElection::decode(&data) {
+            Ok(p) => p
+                .partitions
+                .into_iter()
+                .map(|p| (p.topic, p.partition))
+                .collect::<Vec<_>>(),
+            Err(e) => {
+                tracing::warn!(error = %e, "ignoring a malformed /admin/preferred_replica_election");
+                Vec::new()
+            }
+        };
+        let outcome = self.on_elect_leaders(Some(partitions), false).await?;
+        tracing::info!(?outcome, "preferred replica election from ZooKeeper");
+        let ops = vec![crate::zk::store::Op::Delete {
+            path: paths::PREFERRED_REPLICA_ELECTION.into(),
+            version: None,
+        }];
+        zk_ops::fenced(&self.zk, epoch_version, ops).await.map(|_| ())
+    }
+
+    /// Kafka's auto leader rebalance: for each broker, if more than
+    /// `leader.imbalance.per.broker.percentage` of the partitions it should lead (first assigned
+    /// replica) are led by someone else, run preferred elections for them.
+    pub(super) async fn on_auto_rebalance(&mut self) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let ctx = &active.ctx;
+        // Per preferred broker: its partitions and whether it leads each.
+        type Preferred = Vec<((String, i32), bool)>;
+        let mut preferred_of: BTreeMap<BrokerId, Preferred> = BTreeMap::new();
+        for key in ctx.all_partitions() {
+            let Some(head) = ctx.replicas(&key.0, key.1).first().copied() else {
+                continue;
+            };
+            let led = ctx.leaderships.get(&key).is_some_and(|l| l.leader == head.0);
+            preferred_of.entry(head).or_default().push((key, led));
+        }
+        let mut wanted = Vec::new();
+        for (broker, partitions) in preferred_of {
+            if !ctx.is_live(broker) || ctx.shutting_down.contains(&broker) {
+                continue;
+            }
+            let imbalanced: Vec<(String, i32)> = partitions
+                .iter()
+                .filter(|(_, led)| !led)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let ratio = imbalanced.len() as f64 * 100.0 / partitions.len().max(1) as f64;
+            if ratio > f64::from(self.config.leader_imbalance_per_broker_percentage) {
+                wanted.extend(imbalanced);
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let outcome = self.on_elect_leaders(Some(wanted), false).await?;
+        let moved = outcome.iter().filter(|(_, code)| *code == 0).count();
+        tracing::info!(moved, "auto leader rebalance");
+        Ok(())
+    }
+
+    /// Kafka's TopicDeletionManager, simplified: a queued topic whose replicas are all live gets
+    /// UpdateMetadata (leader -2) and StopReplica(delete) everywhere, then its znodes go; one
+    /// with a dead replica waits (and is retried on the next broker change).
+    pub(super) async fn on_topic_deletion(&mut self) -> Result<(), ControllerZkError> {
+        if self.active.is_none() {
+            return Ok(());
+        }
+        let queued = zk_ops::topics_to_delete(&self.zk).await?;
+        for topic in queued {
+            let Some(active) = self.active.as_ref() else {
+                return Ok(());
+            };
+            let Some(info) = active.ctx.topics.get(&topic).cloned() else {
+                // Unknown (already gone, or never existed): just drop the marker.
+                zk_ops::delete_topic_znodes(&self.zk, active.epoch_version, &topic, &[]).await?;
+                continue;
+            };
+            let replicas: BTreeSet<BrokerId> = info.assignment.values().flatten().copied().collect();
+            if let Some(dead) = replicas.iter().find(|r| !active.ctx.is_live(**r)) {
+                tracing::info!(%topic, replica = %dead, "topic deletion waits for an offline replica");
+                continue;
+            }
+            let partitions: Vec<i32> = info.assignment.keys().copied().collect();
+            for (id, b) in &active.ctx.live_brokers {
+                let request = requests::update_metadata_deleting(&active.ctx, &topic, b.epoch);
+                active.channel.send(*id, ControlRequest::UpdateMetadata(request));
+            }
+            for replica in &replicas {
+                let Some(b) = active.ctx.live_brokers.get(replica) else {
+                    continue;
+                };
+                let theirs: Vec<(String, i32)> = info
+                    .assignment
+                    .iter()
+                    .filter(|(_, r)| r.contains(replica))
+                    .map(|(p, _)| (topic.clone(), *p))
+                    .collect();
+                let request = requests::stop_replica(&active.ctx, &theirs, b.epoch, true);
+                active.channel.send(*replica, ControlRequest::StopReplica(request));
+            }
+            zk_ops::delete_topic_znodes(&self.zk, active.epoch_version, &topic, &partitions).await?;
+            let Some(active) = self.active.as_mut() else {
+                return Ok(());
+            };
+            active.ctx.topics.remove(&topic);
+            active.ctx.leaderships.retain(|(t, _), _| *t != topic);
+            tracing::info!(%topic, "topic deleted");
+        }
+        Ok(())
+    }
+}
