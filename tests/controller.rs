@@ -163,50 +163,13 @@ async fn kcat_produces_to_an_auto_created_topic_and_reads_it_back_through_any_br
     // Any broker's address bootstraps the client; the controller has told every broker the rest.
     let bootstrap = common::bootstrap_of(&zk, 2).await;
     let input: String = (0..1_000).map(|i| format!("k{i}:v{i}\n")).collect();
-    let out = tokio::task::spawn_blocking(move || {
-        use std::io::Write;
-        use std::process::{Command, Stdio};
-        let mut p = Command::new("kcat")
-            .args(["-P", "-b", &bootstrap, "-t", "e2e", "-K", ":"])
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kcat -P");
-        p.stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write");
-        let produced = p.wait_with_output().expect("wait");
-        assert!(
-            produced.status.success(),
-            "{}",
-            String::from_utf8_lossy(&produced.stderr)
-        );
-        let consumed = Command::new("kcat")
-            .args([
-                "-C",
-                "-b",
-                &bootstrap,
-                "-t",
-                "e2e",
-                "-o",
-                "beginning",
-                "-e",
-                "-f",
-                "%k:%s\n",
-            ])
-            .output()
-            .expect("kcat -C");
-        assert!(
-            consumed.status.success(),
-            "{}",
-            String::from_utf8_lossy(&consumed.stderr)
-        );
-        (input, String::from_utf8_lossy(&consumed.stdout).into_owned())
+    let consumed = tokio::task::spawn_blocking({
+        let input = input.clone();
+        move || common::kcat_roundtrip(&bootstrap, "e2e", &input)
     })
     .await
     .expect("kcat");
+    let out = (input, consumed);
     assert_eq!(out.1, out.0, "every record back, in order");
     let s = state(&zk, "e2e", 0)
         .await

@@ -92,44 +92,10 @@ async fn quickstart_runs_three_registered_brokers_and_stops_on_ctrl_c() {
     // Ready for clients: kcat round-trips through the cluster (the controller elects the leader
     // of the auto-created topic).
     let bootstrap = format!("127.0.0.1:{base}");
-    let roundtrip = tokio::task::spawn_blocking(move || {
-        use std::io::Write;
-        let mut p = Command::new("kcat")
-            .args(["-P", "-b", &bootstrap, "-t", "quickstart", "-K", ":"])
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kcat -P");
-        p.stdin
-            .take()
-            .expect("stdin")
-            .write_all(b"a:1\nb:2\nc:3\n")
-            .expect("write");
-        let produced = p.wait_with_output().expect("wait");
-        assert!(
-            produced.status.success(),
-            "{}",
-            String::from_utf8_lossy(&produced.stderr)
-        );
-        let consumed = Command::new("kcat")
-            .args([
-                "-C",
-                "-b",
-                &bootstrap,
-                "-t",
-                "quickstart",
-                "-o",
-                "beginning",
-                "-e",
-                "-f",
-                "%k:%s\n",
-            ])
-            .output()
-            .expect("kcat -C");
-        String::from_utf8_lossy(&consumed.stdout).into_owned()
-    })
-    .await
-    .expect("kcat");
+    let roundtrip =
+        tokio::task::spawn_blocking(move || common::kcat_roundtrip(&bootstrap, "quickstart", "a:1\nb:2\nc:3\n"))
+            .await
+            .expect("kcat");
     let mut lines: Vec<&str> = roundtrip.lines().collect();
     lines.sort();
     assert_eq!(lines, vec!["a:1", "b:2", "c:3"]);

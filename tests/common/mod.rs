@@ -82,6 +82,53 @@ pub async fn bootstrap_of(zk: &kastle::zk::ZkSession, id: i32) -> String {
         .expect("endpoint")
 }
 
+/// Produces `input` (`key:value` lines) to `topic` with kcat, then consumes the topic from the
+/// beginning and returns what came back as `key:value` lines. Blocking: call it from
+/// `spawn_blocking`.
+pub fn kcat_roundtrip(bootstrap: &str, topic: &str, input: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut producer = Command::new("kcat")
+        .args(["-P", "-b", bootstrap, "-t", topic, "-K", ":"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kcat -P");
+    producer
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    let produced = producer.wait_with_output().expect("wait");
+    assert!(
+        produced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&produced.stderr)
+    );
+    let consumed = Command::new("kcat")
+        .args([
+            "-C",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%k:%s\n",
+        ])
+        .output()
+        .expect("kcat -C");
+    assert!(
+        consumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&consumed.stderr)
+    );
+    String::from_utf8_lossy(&consumed.stdout).into_owned()
+}
+
 /// Runs the real `zkCli.sh` one-shot command and returns its stdout.
 pub fn zkcli(server: &str, args: &[&str]) -> String {
     let out = std::process::Command::new("/usr/share/zookeeper/bin/zkCli.sh")
