@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{unique_chroot, wait_until, zookeeper, BrokerSpec};
+use common::{unique_chroot, zookeeper, BrokerSpec};
 use kastle::config::KafkaConfig;
 use kastle::log::log_manager::lock;
 use kastle::protocol::test_support::build_batch;
@@ -57,6 +57,15 @@ async fn assert_dir_failure_is_contained(chroot: &str, broker: &BrokerHandle, de
         .append_as_leader(&mut batch(), 0, 0)
         .expect("healthy append");
     lock(&doomed).flush(0).expect("healthy flush");
+    // The controller handles (and deletes) the notification quickly, so watch for its creation.
+    let zk = zookeeper().session(chroot).await;
+    let mut notifications = zk
+        .watch(
+            "/log_dir_event_notification",
+            kastle::zk::store::WatchMode::PersistentRecursive,
+        )
+        .await
+        .expect("watch");
 
     kill();
     let appended = lock(&doomed)
@@ -65,21 +74,22 @@ async fn assert_dir_failure_is_contained(chroot: &str, broker: &BrokerHandle, de
     let err = appended.expect_err("the disk is dead");
     assert_eq!(err.error_code(), 56, "KAFKA_STORAGE_ERROR: {err}");
 
-    let zk = zookeeper().session(chroot).await;
-    wait_until(Duration::from_secs(10), "a log dir event notification", || async {
-        !zk.children("/log_dir_event_notification")
-            .await
-            .expect("children")
-            .is_empty()
+    let created = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match notifications.recv().await {
+                Some(kastle::zk::store::WatchEvent::Created { path }) => return path,
+                Some(_) => continue,
+                None => panic!("watch closed"),
+            }
+        }
     })
-    .await;
-    let names = zk.children("/log_dir_event_notification").await.expect("children");
-    let (data, _) = zk
-        .get_data(&format!("/log_dir_event_notification/{}", names[0]))
-        .await
-        .expect("read");
-    assert_eq!(data, br#"{"version":1,"broker":5,"event":1}"#);
-    assert!(names[0].starts_with("log_dir_event_"), "{names:?}");
+    .await
+    .expect("a log dir event notification");
+    assert!(
+        created.starts_with("/log_dir_event_notification/log_dir_event_"),
+        "{created}"
+    );
+    // The payload ({"version":1,"broker":N,"event":1}) is checked in the unit tests of KafkaZkClient.
 
     assert!(
         zk.exists("/brokers/ids/5").await.expect("exists").is_some(),
@@ -174,4 +184,74 @@ async fn a_real_dead_disk_takes_one_dir_offline_and_the_broker_stays_up() {
     assert_dir_failure_is_contained(&chroot, &broker, &dirs[0], || disk.shut_down()).await;
     broker.shutdown().await.expect("shutdown");
     drop(disk);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_log_dir_makes_the_controller_move_leadership_to_another_replica() {
+    use kastle::zk::models::{PartitionState, ZNodePayload};
+    use kastle::zk::store::CreateMode;
+    let chroot = unique_chroot("diskelect");
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut brokers = Vec::new();
+    for id in 1..=2 {
+        let pairs = BrokerSpec::new(id, &zookeeper().connect(&chroot)).pairs(&root.path().join(format!("b{id}")));
+        let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        brokers.push(
+            Broker::start(&KafkaConfig::from_pairs(&refs).expect("config"))
+                .await
+                .expect("start"),
+        );
+    }
+    let zk = zookeeper().session(&chroot).await;
+    common::wait_until(Duration::from_secs(20), "a controller", || async {
+        brokers.iter().any(|b| b.controller().is_active())
+    })
+    .await;
+    zk.create(
+        "/brokers/topics/fragile",
+        br#"{"version":1,"partitions":{"0":[1,2]}}"#,
+        CreateMode::Persistent,
+    )
+    .await
+    .expect("topic");
+    let leader = || async {
+        let (data, _) = zk.get_data("/brokers/topics/fragile/partitions/0/state").await.ok()?;
+        PartitionState::decode(&data)
+            .ok()
+            .map(|s| (s.leader.0, s.isr.iter().map(|b| b.0).collect::<Vec<_>>()))
+    };
+    common::wait_until(Duration::from_secs(20), "broker 1 to lead", || async {
+        leader().await.is_some_and(|(l, _)| l == 1)
+    })
+    .await;
+    common::wait_until(Duration::from_secs(20), "broker 1 to host the partition", || async {
+        brokers[0]
+            .replica_manager()
+            .partition(&TopicPartition {
+                topic: "fragile".into(),
+                partition: 0,
+            })
+            .is_some()
+    })
+    .await;
+
+    // Broker 1's only log dir dies; its next write fails and the failure reaches the controller.
+    let log = brokers[0]
+        .log_manager()
+        .get_log(&TopicPartition {
+            topic: "fragile".into(),
+            partition: 0,
+        })
+        .expect("log");
+    let dir = lock(&log).root().to_path_buf();
+    brokers[0].log_manager().faults().fail_dir(&dir);
+    assert!(lock(&log).append_as_leader(&mut batch(), 0, 0).is_err());
+    common::wait_until(Duration::from_secs(20), "leadership to move to broker 2", || async {
+        leader().await.is_some_and(|(l, isr)| l == 2 && isr == vec![2])
+    })
+    .await;
+    zk.close().await;
+    for b in brokers {
+        let _ = b.shutdown().await;
+    }
 }

@@ -20,16 +20,37 @@ pub enum ControlRequest {
     StopReplica(StopReplicaRequest),
 }
 
-#[derive(Debug, Default)]
+/// Called with (broker, partitions) a broker answered KAFKA_STORAGE_ERROR for in a
+/// LeaderAndIsr: those replicas are offline (their log dir failed).
+pub type OfflineReplicasCallback = Arc<dyn Fn(BrokerId, Vec<(String, i32)>) + Send + Sync>;
+
+#[derive(Default)]
 pub struct ControllerChannel {
     senders: HashMap<BrokerId, mpsc::UnboundedSender<ControlRequest>>,
+    on_offline: Option<OfflineReplicasCallback>,
+}
+
+impl std::fmt::Debug for ControllerChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerChannel")
+            .field("brokers", &self.senders.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl ControllerChannel {
+    /// A channel that reports replicas answering KAFKA_STORAGE_ERROR to `on_offline`.
+    pub fn new(on_offline: OfflineReplicasCallback) -> Self {
+        ControllerChannel {
+            senders: HashMap::new(),
+            on_offline: Some(on_offline),
+        }
+    }
+
     /// Starts a sender for `broker` at `addr` (its inter-broker listener).
     pub fn add_broker(&mut self, broker: BrokerId, addr: String, controller: BrokerId) {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(send_loop(broker, addr, controller, rx));
+        tokio::spawn(send_loop(broker, addr, controller, rx, self.on_offline.clone()));
         self.senders.insert(broker, tx);
     }
 
@@ -62,6 +83,7 @@ async fn send_loop(
     addr: String,
     controller: BrokerId,
     mut rx: mpsc::UnboundedReceiver<ControlRequest>,
+    on_offline: Option<OfflineReplicasCallback>,
 ) {
     let client_id = format!("controller-{controller}-to-broker-{broker}");
     let mut connection: Option<Arc<BrokerConnection>> = None;
@@ -83,7 +105,12 @@ async fn send_loop(
             }
             let Some(conn) = connection.clone() else { continue };
             match send_one(&conn, &request).await {
-                Ok(()) => break,
+                Ok(offline) => {
+                    if let (false, Some(callback)) = (offline.is_empty(), &on_offline) {
+                        callback(broker, offline);
+                    }
+                    break;
+                }
                 Err(e) => {
                     tracing::warn!(%broker, error = %e, "controller request failed; retrying");
                     connection = None;
@@ -103,12 +130,29 @@ async fn wait_or_closed(rx: &mut mpsc::UnboundedReceiver<ControlRequest>, d: Dur
     !rx.is_closed()
 }
 
-async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<(), ClientError> {
+/// Sends one request; returns the partitions a LeaderAndIsr answered KAFKA_STORAGE_ERROR for.
+async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<Vec<(String, i32)>, ClientError> {
+    let mut offline = Vec::new();
     match request {
         ControlRequest::LeaderAndIsr(r) => {
             let response = conn.send(r.clone(), 7).await?;
             if response.error_code != 0 {
                 tracing::warn!(error = response.error_code, "LeaderAndIsr refused");
+            }
+            // v5+ answers by topic id; map ids back to names from the request.
+            for topic in &response.topics {
+                let name = r
+                    .topic_states
+                    .iter()
+                    .find(|t| t.topic_id == topic.topic_id)
+                    .map(|t| t.topic_name.0.to_string());
+                for p in &topic.partition_errors {
+                    if p.error_code == KAFKA_STORAGE_ERROR {
+                        if let Some(name) = &name {
+                            offline.push((name.clone(), p.partition_index));
+                        }
+                    }
+                }
             }
         }
         ControlRequest::UpdateMetadata(r) => {
@@ -124,5 +168,7 @@ async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<(
             }
         }
     }
-    Ok(())
+    Ok(offline)
 }
+
+const KAFKA_STORAGE_ERROR: i16 = 56;

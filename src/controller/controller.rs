@@ -68,6 +68,13 @@ enum Event {
     PreferredReplicaElectionZNode,
     /// The periodic leader-imbalance check (`auto.leader.rebalance.enable`).
     AutoPreferredReplicaLeaderElection,
+    /// `/log_dir_event_notification` children changed: a broker lost a log dir.
+    LogDirEventNotification,
+    /// A broker answered KAFKA_STORAGE_ERROR for these replicas.
+    OfflineReplicas {
+        broker: BrokerId,
+        partitions: Vec<(String, i32)>,
+    },
     Startup,
     /// `/controller` was created, changed or deleted: re-check, maybe elect.
     ControllerChange,
@@ -169,6 +176,8 @@ pub(super) struct Controller {
     pub(super) config: ControllerConfig,
     pub(super) zk: ZkSession,
     pub(super) active: Option<Active>,
+    /// Its own queue, for callbacks that report back (offline replicas).
+    events: mpsc::UnboundedSender<Event>,
     state: watch::Sender<Option<ControllerEpoch>>,
 }
 
@@ -185,6 +194,11 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
             paths::PREFERRED_REPLICA_ELECTION,
             WatchMode::Persistent,
             Event::PreferredReplicaElectionZNode,
+        ),
+        (
+            paths::LOG_DIR_EVENT_NOTIFICATION,
+            WatchMode::Persistent,
+            Event::LogDirEventNotification,
         ),
     ] {
         match zk.watch(path, mode).await {
@@ -230,6 +244,7 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
         zk,
         active: None,
         state,
+        events: tx.clone(),
     };
     tokio::spawn(async move {
         loop {
@@ -297,6 +312,8 @@ impl Controller {
             },
             Event::PreferredReplicaElectionZNode => self.on_preferred_replica_election_znode().await,
             Event::AutoPreferredReplicaLeaderElection => self.on_auto_rebalance().await,
+            Event::LogDirEventNotification => self.on_log_dir_event().await,
+            Event::OfflineReplicas { broker, partitions } => self.on_offline_replicas(broker, partitions).await,
             Event::ControlledShutdown {
                 broker,
                 broker_epoch,
@@ -359,10 +376,14 @@ impl Controller {
             epoch: epoch.0,
             ..Default::default()
         };
+        let events = self.events.clone();
+        let on_offline: super::channel::OfflineReplicasCallback = std::sync::Arc::new(move |broker, partitions| {
+            let _ = events.send(Event::OfflineReplicas { broker, partitions });
+        });
         self.active = Some(Active {
             epoch_version,
             ctx,
-            channel: ControllerChannel::default(),
+            channel: ControllerChannel::new(on_offline),
         });
         if let Err(e) = self.on_failover().await {
             tracing::error!(error = %e, "controller failover failed; moving the controller");
@@ -460,6 +481,8 @@ impl Controller {
         }
         for id in dead.iter().chain(&bounced) {
             active.ctx.shutting_down.remove(id);
+            // A restarted broker reopens its log dirs; its replicas count as online again.
+            active.ctx.offline_replicas.retain(|(_, _, b)| b != id);
         }
         active.ctx.live_brokers = now;
         let all = active.ctx.all_partitions();
@@ -530,6 +553,12 @@ impl Controller {
         let mut updates = Vec::new();
         for key in partitions {
             let assignment = ctx.replicas(&key.0, key.1);
+            // A replica in a failed log dir cannot lead or stay in sync.
+            let live: BTreeSet<BrokerId> = live
+                .iter()
+                .copied()
+                .filter(|b| !ctx.offline_replicas.contains(&(key.0.clone(), key.1, *b)))
+                .collect();
             match ctx.leaderships.get(key) {
                 None => {
                     if let Some(l) = decisions::new_partition(&assignment, &live, ctx.epoch) {

@@ -274,4 +274,71 @@ impl Controller {
         }
         Ok(())
     }
+
+    /// A broker lost a log dir (`/log_dir_event_notification`): send LeaderAndIsr for every
+    /// replica it hosts; those in the failed dir answer KAFKA_STORAGE_ERROR and are re-elected
+    /// away (`on_offline_replicas`). The notifications are deleted afterwards, fenced.
+    pub(super) async fn on_log_dir_event(&mut self) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let epoch_version = active.epoch_version;
+        let names = match self.zk.children(paths::LOG_DIR_EVENT_NOTIFICATION).await {
+            Ok(n) => n,
+            Err(crate::zk::store::ZkError::NoNode { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        if names.is_empty() {
+            return Ok(());
+        }
+        let mut brokers = BTreeSet::new();
+        let mut ops = Vec::new();
+        for name in names {
+            let path = paths::child(paths::LOG_DIR_EVENT_NOTIFICATION, &name);
+            if let Ok((data, _)) = self.zk.get_data(&path).await {
+                use crate::zk::models::ZNodePayload;
+                match crate::zk::models::LogDirEventNotification::decode(&data) {
+                    Ok(n) => {
+                        brokers.insert(n.broker);
+                    }
+                    Err(e) => tracing::warn!(%path, error = %e, "ignoring a malformed log dir event"),
+                }
+            }
+            ops.push(crate::zk::store::Op::Delete { path, version: None });
+        }
+        tracing::warn!(
+            ?brokers,
+            "log dir failure reported; asking the brokers for their replicas' state"
+        );
+        if let Some(active) = self.active.as_ref() {
+            for broker in &brokers {
+                let theirs: Vec<(String, i32)> = active
+                    .ctx
+                    .all_partitions()
+                    .into_iter()
+                    .filter(|(t, p)| active.ctx.replicas(t, *p).contains(broker))
+                    .collect();
+                self.send_leader_and_isr_to_inner(active, *broker, &theirs, false);
+            }
+        }
+        zk_ops::fenced(&self.zk, epoch_version, ops).await.map(|_| ())
+    }
+
+    /// Replicas a broker reported KAFKA_STORAGE_ERROR for: mark them offline and re-elect.
+    pub(super) async fn on_offline_replicas(
+        &mut self,
+        broker: BrokerId,
+        partitions: Vec<(String, i32)>,
+    ) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        for (t, p) in &partitions {
+            active.ctx.offline_replicas.insert((t.clone(), *p, broker));
+        }
+        tracing::warn!(%broker, partitions = partitions.len(), "replicas offline after a log dir failure");
+        self.elect_partitions(&partitions).await?;
+        self.send_update_metadata(&partitions);
+        Ok(())
+    }
 }

@@ -25,6 +25,8 @@ pub struct ControllerContext {
     pub leaderships: BTreeMap<(String, i32), StoredLeadership>,
     /// Brokers in controlled shutdown: they lead nothing new.
     pub shutting_down: std::collections::BTreeSet<BrokerId>,
+    /// Replicas (topic, partition, broker) whose log dir failed (KAFKA_STORAGE_ERROR).
+    pub offline_replicas: std::collections::BTreeSet<(String, i32, BrokerId)>,
 }
 
 impl ControllerContext {
@@ -136,7 +138,11 @@ pub fn update_metadata(
             continue;
         };
         let replicas = ctx.replicas(topic, *p);
-        let offline: Vec<BrokerId> = replicas.iter().copied().filter(|r| !ctx.is_live(*r)).collect();
+        let offline: Vec<BrokerId> = replicas
+            .iter()
+            .copied()
+            .filter(|r| !ctx.is_live(*r) || ctx.offline_replicas.contains(&(topic.clone(), *p, *r)))
+            .collect();
         by_topic.entry(topic).or_default().push(
             UpdateMetadataPartitionState::default()
                 .with_partition_index(*p)

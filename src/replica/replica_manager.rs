@@ -183,6 +183,12 @@ impl ReplicaManager {
             return ec::UNKNOWN_TOPIC_OR_PARTITION;
         }
         if let Some(existing) = self.partition(&p.tp) {
+            // A replica whose log dir failed answers KAFKA_STORAGE_ERROR so the controller moves
+            // leadership elsewhere (Kafka's becomeLeaderOrFollower checks this first).
+            let root = crate::log::log_manager::lock(&existing.log()).root().to_path_buf();
+            if self.log_manager.failures().is_offline(&root) {
+                return ec::KAFKA_STORAGE_ERROR;
+            }
             if !existing.topic_id.is_nil() && !p.topic_id.is_nil() && existing.topic_id != p.topic_id {
                 return ec::INCONSISTENT_TOPIC_ID;
             }

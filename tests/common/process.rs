@@ -39,6 +39,7 @@ impl BrokerSpec {
     pub fn yaml(&self, log_dir: &Path) -> String {
         let mut y = format!(
             "broker.id: {}\nzookeeper.connect: \"{}\"\nzookeeper.session.timeout.ms: {}\n\
+             controlled.shutdown.retry.backoff.ms: 200\n\
              log.dirs: \"{}\"\nlisteners: \"PLAINTEXT://127.0.0.1:0\"\n",
             self.id,
             self.connect,
@@ -62,6 +63,8 @@ impl BrokerSpec {
             ),
             ("log.dirs".to_string(), log_dir.display().to_string()),
             ("listeners".to_string(), "PLAINTEXT://127.0.0.1:0".to_string()),
+            // Tests stop brokers often; Kafka's 5 s between controlled-shutdown retries is too slow.
+            ("controlled.shutdown.retry.backoff.ms".to_string(), "200".to_string()),
         ];
         p.extend(self.extra.iter().cloned());
         p
