@@ -193,6 +193,12 @@ try:
     dup["ck-admin"].result(30); raise SystemExit("duplicate accepted")
 except Exception as e:
     assert "TOPIC_ALREADY_EXISTS" in str(e) or "already exists" in str(e), e
+from confluent_kafka.admin import NewPartitions
+a.create_partitions([NewPartitions("ck-admin", 5)], operation_timeout=20)["ck-admin"].result(30)
+try:
+    a.create_partitions([NewPartitions("ck-admin", 2)])["ck-admin"].result(30); raise SystemExit("shrink accepted")
+except Exception as e:
+    assert "INVALID_PARTITIONS" in str(e) or "partitions" in str(e).lower(), e
 k = KafkaAdminClient(bootstrap_servers=addr)
 k.create_topics([KpNewTopic("kp-admin", num_partitions=2, replication_factor=3)], timeout_ms=20000)
 try:
@@ -229,7 +235,7 @@ async fn admin_clients_create_topics_through_the_controller() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    for (topic, partitions, rf) in [("ck-admin", 3, 2), ("kp-admin", 2, 3)] {
+    for (topic, partitions, rf) in [("ck-admin", 5, 2), ("kp-admin", 2, 3)] {
         for p in 0..partitions {
             let s = state(&zk, topic, p).await.expect("state znode");
             assert_eq!(s.isr.len(), rf, "{topic}-{p}: every replica starts in the ISR");

@@ -70,6 +70,14 @@ enum Event {
     AutoPreferredReplicaLeaderElection,
     /// `/log_dir_event_notification` children changed: a broker lost a log dir.
     LogDirEventNotification,
+    /// CreatePartitions for one topic: the new total and, optionally, the new partitions' replicas.
+    CreatePartitions {
+        topic: String,
+        count: i32,
+        assignment: Option<Vec<Vec<BrokerId>>>,
+        validate_only: bool,
+        reply: Reply<Result<(), i16>>,
+    },
     /// A broker answered KAFKA_STORAGE_ERROR for these replicas.
     OfflineReplicas {
         broker: BrokerId,
@@ -150,6 +158,31 @@ impl ControllerHandle {
             .send(Event::ElectLeaders {
                 partitions,
                 unclean,
+                reply,
+            })
+            .is_err()
+        {
+            return Err(NOT_CONTROLLER);
+        }
+        rx.await.unwrap_or(Err(NOT_CONTROLLER))
+    }
+
+    /// Handles CreatePartitions for one topic (on the active controller).
+    pub async fn create_partitions(
+        &self,
+        topic: String,
+        count: i32,
+        assignment: Option<Vec<Vec<BrokerId>>>,
+        validate_only: bool,
+    ) -> Result<(), i16> {
+        let (reply, rx) = Reply::new();
+        if self
+            .events
+            .send(Event::CreatePartitions {
+                topic,
+                count,
+                assignment,
+                validate_only,
                 reply,
             })
             .is_err()
@@ -313,6 +346,27 @@ impl Controller {
             Event::PreferredReplicaElectionZNode => self.on_preferred_replica_election_znode().await,
             Event::AutoPreferredReplicaLeaderElection => self.on_auto_rebalance().await,
             Event::LogDirEventNotification => self.on_log_dir_event().await,
+            Event::CreatePartitions {
+                topic,
+                count,
+                assignment,
+                validate_only,
+                reply,
+            } => {
+                match self
+                    .on_create_partitions(&topic, count, assignment, validate_only)
+                    .await
+                {
+                    Ok(result) => {
+                        reply.send(result);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        reply.send(Err(NOT_CONTROLLER));
+                        Err(e)
+                    }
+                }
+            }
             Event::OfflineReplicas { broker, partitions } => self.on_offline_replicas(broker, partitions).await,
             Event::ControlledShutdown {
                 broker,

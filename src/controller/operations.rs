@@ -341,4 +341,86 @@ impl Controller {
         self.send_update_metadata(&partitions);
         Ok(())
     }
+
+    /// CreatePartitions: validates the new count (and explicit replicas), places the new
+    /// partitions with Kafka's assignment continuing the existing pattern, rewrites the topic
+    /// znode (fenced, conditional), and elects leaders for the new partitions.
+    pub(super) async fn on_create_partitions(
+        &mut self,
+        topic: &str,
+        count: i32,
+        explicit: Option<Vec<Vec<BrokerId>>>,
+        validate_only: bool,
+    ) -> Result<Result<(), i16>, ControllerZkError> {
+        use super::assignment::{assign_replicas_to_brokers, BrokerMetadata, PlacementStart, RackAwareMode};
+        const INVALID_PARTITIONS: i16 = 37;
+        const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+        let Some(active) = self.active.as_ref() else {
+            return Ok(Err(NOT_CONTROLLER));
+        };
+        let Some(info) = active.ctx.topics.get(topic).cloned() else {
+            return Ok(Err(crate::protocol::error_codes::UNKNOWN_TOPIC_OR_PARTITION));
+        };
+        let current = info.assignment.len() as i32;
+        if count <= current {
+            return Ok(Err(INVALID_PARTITIONS));
+        }
+        let rf = info.assignment.values().next().map_or(1, Vec::len);
+        let live: Vec<BrokerMetadata> = active
+            .ctx
+            .live_brokers
+            .values()
+            .map(|b| BrokerMetadata {
+                id: b.id,
+                rack: b.registration.rack.clone(),
+            })
+            .collect();
+        let added: BTreeMap<i32, Vec<BrokerId>> = match explicit {
+            Some(lists) => {
+                let ok = lists.len() as i32 == count - current
+                    && lists.iter().all(|r| {
+                        r.len() == rf
+                            && r.iter().collect::<BTreeSet<_>>().len() == r.len()
+                            && r.iter().all(|b| active.ctx.is_live(*b))
+                    });
+                if !ok {
+                    return Ok(Err(INVALID_REPLICA_ASSIGNMENT));
+                }
+                lists
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, r)| (current + i as i32, r))
+                    .collect()
+            }
+            None => {
+                let seed = uuid::Uuid::new_v4().as_u128();
+                let n = live.len().max(1) as u128;
+                let start = PlacementStart {
+                    index: (seed % n) as usize,
+                    shift: ((seed >> 64) % n) as usize,
+                    first_partition: current,
+                };
+                match assign_replicas_to_brokers(&live, count - current, rf as i32, RackAwareMode::Enforced, start) {
+                    Ok(a) => a,
+                    Err(_) => return Ok(Err(38)),
+                }
+            }
+        };
+        if validate_only {
+            return Ok(Ok(()));
+        }
+        let mut full = info.assignment.clone();
+        full.extend(added.clone());
+        zk_ops::add_partitions(&self.zk, active.epoch_version, topic, &full).await?;
+        let Some(active) = self.active.as_mut() else {
+            return Ok(Err(NOT_CONTROLLER));
+        };
+        if let Some(t) = active.ctx.topics.get_mut(topic) {
+            t.assignment = full;
+        }
+        let new: Vec<(String, i32)> = added.keys().map(|p| (topic.to_string(), *p)).collect();
+        tracing::info!(topic, from = current, to = count, "partitions added");
+        self.elect_partitions(&new).await?;
+        Ok(Ok(()))
+    }
 }

@@ -407,3 +407,26 @@ pub async fn delete_topic_znodes<S: ZkStore>(
     }
     fenced(zk, epoch_version, ops).await.map(|_| ())
 }
+
+/// Rewrites `/brokers/topics/<t>` with more partitions (conditional on its version, fenced),
+/// keeping its topic id: how Kafka's admin path adds partitions.
+pub async fn add_partitions<S: ZkStore>(
+    zk: &S,
+    epoch_version: ZkVersion,
+    topic: &str,
+    assignment: &BTreeMap<i32, Vec<BrokerId>>,
+) -> Result<(), ControllerZkError> {
+    let path = paths::topic(topic);
+    let (data, stat) = zk.get_data(&path).await?;
+    let mut parsed = TopicAssignment::decode(&data).map_err(|e| ControllerZkError::Malformed {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    parsed.partitions = assignment.iter().map(|(p, r)| (p.to_string(), r.clone())).collect();
+    let op = Op::SetData {
+        path,
+        data: parsed.encode(),
+        version: Some(stat.version),
+    };
+    fenced(zk, epoch_version, vec![op]).await.map(|_| ())
+}

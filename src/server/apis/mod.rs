@@ -3,6 +3,7 @@
 //! the response and never fails the request as a whole for one partition's sake.
 
 mod controller_requests;
+mod create_partitions;
 mod create_topics;
 mod delete_topics;
 mod elect_leaders;
@@ -58,6 +59,9 @@ impl RequestHandler for KafkaApis {
                 self, r,
             ))),
             RequestKind::StopReplica(r) => Some(ResponseKind::StopReplica(controller_requests::stop_replica(self, r))),
+            RequestKind::CreatePartitions(r) => Some(ResponseKind::CreatePartitions(
+                create_partitions::handle(self, &ctx, r).await,
+            )),
             RequestKind::ElectLeaders(r) => {
                 Some(ResponseKind::ElectLeaders(elect_leaders::handle(self, &ctx, r).await))
             }
