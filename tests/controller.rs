@@ -330,6 +330,24 @@ async fn the_controller_reports_itself_on_the_prometheus_endpoint() {
         async move { body.contains("kafka_controller_kafkacontroller_activecontrollercount 1") }
     })
     .await;
+    // Two partitions; the second's only replica (broker 9) does not exist, so it is offline.
+    let zk = zookeeper().session(&chroot).await;
+    create_topic_by_hand(&zk, "counted", r#"{"0":[1],"1":[9]}"#).await;
+    wait_until(Duration::from_secs(20), "the cluster gauges", || {
+        let body = http_get(&addr).unwrap_or_default();
+        async move {
+            [
+                "kafka_controller_kafkacontroller_globaltopiccount 1",
+                "kafka_controller_kafkacontroller_globalpartitioncount 2",
+                "kafka_controller_kafkacontroller_offlinepartitionscount 1",
+                "kafka_controller_kafkacontroller_activebrokercount 1",
+            ]
+            .iter()
+            .all(|line| body.contains(line))
+        }
+    })
+    .await;
+    zk.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -396,6 +396,40 @@ impl Controller {
             Err(ControllerZkError::ControllerMoved) => self.resign("another controller was elected"),
             Err(e) => tracing::error!(error = %e, "controller event failed"),
         }
+        self.update_gauges();
+    }
+
+    /// The controller gauges with Kafka's JMX-exporter names (zero on a non-active controller,
+    /// as in Kafka, so the cluster-wide sum is the truth).
+    fn update_gauges(&self) {
+        let (topics, partitions, offline, brokers, imbalance) = match &self.active {
+            None => (0, 0, 0, 0, 0),
+            Some(a) => {
+                let ctx = &a.ctx;
+                let all = ctx.all_partitions();
+                let offline = all
+                    .iter()
+                    .filter(|k| {
+                        ctx.leaderships
+                            .get(*k)
+                            .is_none_or(|l| l.leader < 0 || !ctx.is_live(BrokerId(l.leader)))
+                    })
+                    .count();
+                let imbalance = all
+                    .iter()
+                    .filter(|k| {
+                        let head = ctx.replicas(&k.0, k.1).first().map(|b| b.0);
+                        ctx.leaderships.get(*k).is_some_and(|l| Some(l.leader) != head)
+                    })
+                    .count();
+                (ctx.topics.len(), all.len(), offline, ctx.live_brokers.len(), imbalance)
+            }
+        };
+        metrics::gauge!("kafka_controller_kafkacontroller_globaltopiccount").set(topics as f64);
+        metrics::gauge!("kafka_controller_kafkacontroller_globalpartitioncount").set(partitions as f64);
+        metrics::gauge!("kafka_controller_kafkacontroller_offlinepartitionscount").set(offline as f64);
+        metrics::gauge!("kafka_controller_kafkacontroller_activebrokercount").set(brokers as f64);
+        metrics::gauge!("kafka_controller_kafkacontroller_preferredreplicaimbalancecount").set(imbalance as f64);
     }
 
     fn resign(&mut self, why: &str) {
