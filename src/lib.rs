@@ -20,6 +20,7 @@
 
 pub mod admin;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod log;

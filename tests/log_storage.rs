@@ -420,11 +420,14 @@ async fn the_retention_task_deletes_old_segments_below_the_high_watermark_and_ch
     let segments = lock(&log).segment_base_offsets();
     let hw = segments[2];
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(kastle::log::log_manager::run_retention(
-        manager.clone(),
+    // Scheduled the way the broker schedules retention.
+    let m = manager.clone();
+    let task = tokio::spawn(kastle::clock::run_periodically(
         std::time::Duration::from_millis(20),
-        move |_: &TopicPartition| hw,
         stop_rx,
+        move || {
+            m.cleanup_logs(|_: &TopicPartition| hw, kastle::clock::now_ms());
+        },
     ));
     common::wait_until(
         std::time::Duration::from_secs(10),

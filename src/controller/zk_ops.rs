@@ -4,10 +4,10 @@
 //! together over one session, not one round trip per znode).
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::task::JoinSet;
 
+use crate::clock::now_ms;
 use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, ZkVersion};
 use crate::zk::models::{
     BrokerRegistration, ControllerEpochZNode, ControllerZNode, PartitionState, TopicAssignment, ZNodePayload,
@@ -53,13 +53,6 @@ pub struct RegisteredBroker {
 pub struct TopicInfo {
     pub id: uuid::Uuid,
     pub assignment: BTreeMap<i32, Vec<BrokerId>>,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Who `/controller` names, if anyone.

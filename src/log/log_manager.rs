@@ -283,43 +283,6 @@ impl LogManager {
     }
 }
 
-/// Applies retention every `log.retention.check.interval.ms` until `stop` turns true. The high
-/// watermark of each partition comes from `high_watermark` (the ReplicaManager's view), so
-/// retention never deletes data that is not yet committed.
-pub async fn run_retention<F>(
-    manager: Arc<LogManager>,
-    every: std::time::Duration,
-    high_watermark: F,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) where
-    F: Fn(&TopicPartition) -> i64 + Send + Sync + Clone + 'static,
-{
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {},
-            _ = stop.changed() => return,
-        }
-        let m = manager.clone();
-        let hw = high_watermark.clone();
-        let now = now_ms();
-        let deleted = tokio::task::spawn_blocking(move || m.cleanup_logs(hw, now))
-            .await
-            .unwrap_or(0);
-        if deleted > 0 {
-            tracing::info!(deleted, "retention deleted segments");
-        }
-    }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 /// Loads one dir: checkpoints, then every partition dir, `threads` at a time.
 fn load_dir(
     dir: &Path,

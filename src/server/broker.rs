@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use super::listeners::{self, BindError};
 use super::log_dirs;
 use super::registration::Registrar;
+use crate::clock::{now_ms, run_periodically};
 use crate::config::KafkaConfig;
 use crate::controller::{ControllerConfig, ControllerHandle};
 use crate::log::clean_shutdown;
@@ -175,44 +176,34 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         fatal_tx.clone(),
         stop_rx.clone(),
     )));
-    tasks.push(tokio::spawn(checkpoint_logs_periodically(
-        log_manager.clone(),
-        config_interval(config),
-        stop_rx.clone(),
-    )));
+    // Background chores, on Kafka's intervals.
+    let m = log_manager.clone();
+    let every = ms(config, "log.flush.offset.checkpoint.interval.ms", 60_000);
+    tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
+        m.checkpoint_logs()
+    })));
     if let Some(every) = flush_scheduler_interval(config) {
-        tasks.push(tokio::spawn(flush_logs_periodically(
-            log_manager.clone(),
-            every,
-            stop_rx.clone(),
-        )));
+        let m = log_manager.clone();
+        tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
+            m.flush_dirty_logs(now_ms());
+        })));
     }
+    let (m, rm) = (log_manager.clone(), replica_manager.clone());
+    let every = ms(config, "replica.high.watermark.checkpoint.interval.ms", 5_000);
+    tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
+        m.checkpoint_high_watermarks(&rm.high_watermarks())
+    })));
+    let (m, rm) = (log_manager.clone(), replica_manager.clone());
+    let every = ms(config, "log.retention.check.interval.ms", 300_000);
+    tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
+        let deleted = m.cleanup_logs(|tp| rm.partition(tp).map_or(0, |p| p.high_watermark()), now_ms());
+        if deleted > 0 {
+            tracing::info!(deleted, "retention deleted segments");
+        }
+    })));
     tasks.push(tokio::spawn(follow_broker_epoch(
         epoch.clone(),
         replica_manager.clone(),
-    )));
-    tasks.push(tokio::spawn(checkpoint_high_watermarks_periodically(
-        log_manager.clone(),
-        replica_manager.clone(),
-        Duration::from_millis(
-            config
-                .get_i64("replica.high.watermark.checkpoint.interval.ms")
-                .unwrap_or(5_000)
-                .max(1) as u64,
-        ),
-        stop_rx.clone(),
-    )));
-    let rm = replica_manager.clone();
-    tasks.push(tokio::spawn(crate::log::log_manager::run_retention(
-        log_manager.clone(),
-        Duration::from_millis(
-            config
-                .get_i64("log.retention.check.interval.ms")
-                .unwrap_or(300_000)
-                .max(1) as u64,
-        ),
-        move |tp: &crate::types::TopicPartition| rm.partition(tp).map_or(0, |p| p.high_watermark()),
-        stop_rx.clone(),
     )));
     let registration_stop = stop_rx.clone();
     tasks.push(tokio::spawn(async move {
@@ -324,13 +315,9 @@ fn offline_with_reasons(identity_offline: &[(PathBuf, String)], manager: &LogMan
     all
 }
 
-fn config_interval(config: &KafkaConfig) -> Duration {
-    Duration::from_millis(
-        config
-            .get_i64("log.flush.offset.checkpoint.interval.ms")
-            .unwrap_or(60_000)
-            .max(1) as u64,
-    )
+/// A `*.ms` config value as a duration (at least 1 ms).
+fn ms(config: &KafkaConfig, key: &str, default: i64) -> Duration {
+    Duration::from_millis(config.get_i64(key).unwrap_or(default).max(1) as u64)
 }
 
 /// Consumes log-dir failures: drops the dir's logs, tells the controller through
@@ -379,19 +366,6 @@ fn flush_scheduler_interval(config: &KafkaConfig) -> Option<Duration> {
     (flush_ms < i64::MAX).then(|| Duration::from_millis(every.clamp(1, flush_ms.max(1)) as u64))
 }
 
-/// Flushes logs whose data is older than `flush.ms`.
-async fn flush_logs_periodically(manager: Arc<LogManager>, every: Duration, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(every);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {},
-            _ = stop.changed() => return,
-        }
-        let m = manager.clone();
-        let _ = tokio::task::spawn_blocking(move || m.flush_dirty_logs(now_ms())).await;
-    }
-}
-
 /// The socket server's settings from the broker config (Kafka's names and defaults).
 fn network_config(config: &KafkaConfig) -> NetworkConfig {
     let d = NetworkConfig::default();
@@ -412,47 +386,6 @@ async fn follow_broker_epoch(mut epoch: watch::Receiver<BrokerEpoch>, rm: Arc<Re
     while epoch.changed().await.is_ok() {
         rm.set_broker_epoch(epoch.borrow().0);
     }
-}
-
-/// Writes `replication-offset-checkpoint` every `replica.high.watermark.checkpoint.interval.ms`.
-async fn checkpoint_high_watermarks_periodically(
-    manager: Arc<LogManager>,
-    rm: Arc<ReplicaManager>,
-    every: Duration,
-    mut stop: watch::Receiver<bool>,
-) {
-    let mut tick = tokio::time::interval(every);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {},
-            _ = stop.changed() => return,
-        }
-        let m = manager.clone();
-        let hws = rm.high_watermarks();
-        let _ = tokio::task::spawn_blocking(move || m.checkpoint_high_watermarks(&hws)).await;
-    }
-}
-
-/// Writes the recovery-point and log-start-offset checkpoints every interval.
-async fn checkpoint_logs_periodically(manager: Arc<LogManager>, every: Duration, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(every);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {},
-            _ = stop.changed() => return,
-        }
-        let m = manager.clone();
-        let _ = tokio::task::spawn_blocking(move || m.checkpoint_logs()).await;
-    }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// A running broker.

@@ -2,10 +2,11 @@
 //! after that this task listens to the ZooKeeper session and registers again in every new
 //! session (Kafka's `RegisterBrokerAndReelect`), which gives the broker a new epoch (czxid).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
 
+use crate::clock::now_ms;
 use crate::types::{BrokerEpoch, BrokerId};
 use crate::zk::kafka_zk_client::{KafkaZkClient, KafkaZkError};
 use crate::zk::models::{AdvertisedEndpoint, BrokerRegistration};
@@ -101,11 +102,4 @@ impl Registrar {
             backoff = (backoff * 2).min(Duration::from_secs(5));
         }
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

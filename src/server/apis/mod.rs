@@ -18,6 +18,7 @@ use kafka_protocol::messages::{RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
 use super::metadata_cache::MetadataCache;
+pub(crate) use crate::clock::now_ms;
 use crate::network::handler::{RequestContext, RequestHandler};
 use crate::replica::ReplicaManager;
 use crate::types::BrokerId;
@@ -85,11 +86,4 @@ impl RequestHandler for KafkaApis {
 
 pub(crate) fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
