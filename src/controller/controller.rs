@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::channel::{ControlRequest, ControllerChannel};
 use super::decisions;
 use super::requests::{self, ControllerContext};
-use super::zk_ops::{self, ControllerZkError};
+use super::zk_ops::{self, ControllerZkError, StoredLeadership};
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::paths;
 use crate::zk::session::SessionEvent;
@@ -663,12 +663,29 @@ impl Controller {
         if creates.is_empty() && updates.is_empty() {
             return Ok(());
         }
-        let (epoch, version) = (ControllerEpoch(ctx.epoch), active.epoch_version);
-        // Batches keep each multi well under ZooKeeper's 1 MB request limit.
+        self.write_and_announce(creates, updates).await
+    }
+
+    /// Writes decided leaderships — new state znodes for `creates`, conditional updates (on each
+    /// znode's version) for `updates` — fenced by the controller epoch and in batches well under
+    /// ZooKeeper's 1 MB request limit; records them; sends LeaderAndIsr and UpdateMetadata.
+    pub(super) async fn write_and_announce(
+        &mut self,
+        creates: Vec<((String, i32), StoredLeadership)>,
+        updates: Vec<((String, i32), StoredLeadership)>,
+    ) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        if creates.is_empty() && updates.is_empty() {
+            return Ok(());
+        }
+        let (epoch, version) = (ControllerEpoch(active.ctx.epoch), active.epoch_version);
         for chunk in creates.chunks(500) {
             zk_ops::create_partition_states(&self.zk, epoch, version, chunk).await?;
         }
-        let mut written = creates.clone();
+        let is_new = !creates.is_empty();
+        let mut written = creates;
         for chunk in updates.chunks(500) {
             let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk).await?;
             for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
@@ -688,7 +705,7 @@ impl Controller {
             changed.push(key);
         }
         tracing::info!(partitions = changed.len(), "leaders and ISRs written");
-        self.send_leader_and_isr(&changed, !creates.is_empty());
+        self.send_leader_and_isr(&changed, is_new);
         self.send_update_metadata(&changed);
         Ok(())
     }

@@ -9,8 +9,8 @@ use super::channel::ControlRequest;
 use super::controller::{Controller, ShutdownError, BROKER_NOT_AVAILABLE, NOT_CONTROLLER, STALE_BROKER_EPOCH};
 use super::decisions;
 use super::requests;
-use super::zk_ops::{self, ControllerZkError, StoredLeadership};
-use crate::types::{BrokerId, ControllerEpoch};
+use super::zk_ops::{self, ControllerZkError};
+use crate::types::BrokerId;
 use crate::zk::paths;
 use crate::zk::store::ZkStore;
 
@@ -48,24 +48,13 @@ impl Controller {
                 }
             }
         }
-        let (epoch, version) = (ControllerEpoch(ctx.epoch), active.epoch_version);
-        let mut written = Vec::with_capacity(updates.len());
-        for chunk in updates.chunks(500) {
-            let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk)
-                .await
-                .map_err(ShutdownError::Zk)?;
-            for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
-                l.zk_version = v;
-                written.push((key, l));
-            }
-        }
-        let Some(active) = self.active.as_mut() else {
+        let moved = updates.len();
+        self.write_and_announce(Vec::new(), updates)
+            .await
+            .map_err(ShutdownError::Zk)?;
+        let Some(active) = self.active.as_ref() else {
             return Err(ShutdownError::Code(NOT_CONTROLLER));
         };
-        let changed: Vec<(String, i32)> = written.iter().map(|(k, _)| k.clone()).collect();
-        for (key, l) in written {
-            active.ctx.leaderships.insert(key, l);
-        }
         // Like Kafka, only replicated partitions count: a single-replica one cannot move.
         let remaining: Vec<(String, i32)> = active
             .ctx
@@ -74,9 +63,7 @@ impl Controller {
             .filter(|((t, p), l)| l.leader == broker.0 && active.ctx.replicas(t, *p).len() > 1)
             .map(|(k, _)| k.clone())
             .collect();
-        tracing::info!(%broker, moved = changed.len(), remaining = remaining.len(), "controlled shutdown");
-        self.send_leader_and_isr(&changed, false);
-        self.send_update_metadata(&changed);
+        tracing::info!(%broker, moved, remaining = remaining.len(), "controlled shutdown");
         Ok(remaining)
     }
 
@@ -114,40 +101,8 @@ impl Controller {
                 Err(code) => outcome.push((key, code)),
             }
         }
-        self.apply_updates(updates).await?;
+        self.write_and_announce(Vec::new(), updates).await?;
         Ok(outcome)
-    }
-
-    /// Writes decided leaderships over existing state znodes (fenced) and announces them.
-    pub(super) async fn apply_updates(
-        &mut self,
-        updates: Vec<((String, i32), StoredLeadership)>,
-    ) -> Result<(), ControllerZkError> {
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        if updates.is_empty() {
-            return Ok(());
-        }
-        let (epoch, version) = (ControllerEpoch(active.ctx.epoch), active.epoch_version);
-        let mut written = Vec::with_capacity(updates.len());
-        for chunk in updates.chunks(500) {
-            let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk).await?;
-            for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
-                l.zk_version = v;
-                written.push((key, l));
-            }
-        }
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        let changed: Vec<(String, i32)> = written.iter().map(|(k, _)| k.clone()).collect();
-        for (key, l) in written {
-            active.ctx.leaderships.insert(key, l);
-        }
-        self.send_leader_and_isr(&changed, false);
-        self.send_update_metadata(&changed);
-        Ok(())
     }
 
     /// Legacy tools' `/admin/preferred_replica_election`: elect, then delete the znode.
