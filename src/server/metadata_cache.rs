@@ -49,9 +49,20 @@ struct Snapshot {
 }
 
 /// Shared by the API handlers; written only by UpdateMetadata.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MetadataCache {
     inner: RwLock<Snapshot>,
+    /// Bumped on every update: what requests waiting for metadata (CreateTopics, …) wait on.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for MetadataCache {
+    fn default() -> Self {
+        MetadataCache {
+            inner: RwLock::default(),
+            changes: tokio::sync::watch::channel(0).0,
+        }
+    }
 }
 
 /// Leader of a deleted topic's partitions in UpdateMetadata (Kafka's LeaderDuringDelete).
@@ -86,6 +97,13 @@ impl MetadataCache {
             }
             entry.partitions.insert(index, state);
         }
+        drop(snap);
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Updates from now on.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     pub fn controller_id(&self) -> Option<BrokerId> {

@@ -2,12 +2,10 @@
 //! controller validates and places the new partitions and elects their leaders; the response
 //! waits (up to `timeout_ms`) until this broker's metadata shows them.
 
-use std::time::Duration;
-
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
-use super::KafkaApis;
+use super::{wait_for_metadata, KafkaApis};
 use crate::network::handler::RequestContext;
 use crate::types::BrokerId;
 
@@ -51,19 +49,12 @@ pub(super) async fn handle(
                 .with_error_code(code),
         );
     }
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(request.timeout_ms.max(0) as u64);
-    let mut changes = apis.replica_manager.subscribe_changes();
-    while !waiting.is_empty() && tokio::time::Instant::now() < deadline {
-        waiting.retain(|(t, count)| {
-            apis.metadata_cache
-                .topic(t)
-                .is_none_or(|c| (c.partitions.len() as i32) < *count)
-        });
-        if waiting.is_empty() {
-            break;
-        }
-        let step = deadline.min(tokio::time::Instant::now() + Duration::from_millis(50));
-        let _ = tokio::time::timeout_at(step, changes.changed()).await;
-    }
+    wait_for_metadata(
+        &apis.metadata_cache,
+        request.timeout_ms,
+        waiting,
+        |cache, (t, count): &(String, i32)| cache.topic(t).is_none_or(|c| (c.partitions.len() as i32) < *count),
+    )
+    .await;
     CreatePartitionsResponse::default().with_results(results)
 }

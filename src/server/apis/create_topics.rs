@@ -3,12 +3,10 @@
 //! waits (up to `timeout_ms`) until the controller has elected its leaders and this broker's
 //! metadata shows them, so a client can produce right after.
 
-use std::time::Duration;
-
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
-use super::{str_bytes, KafkaApis};
+use super::{str_bytes, wait_for_metadata, KafkaApis};
 use crate::network::handler::RequestContext;
 use crate::server::topic_creation::{self, NewTopic};
 use crate::types::BrokerId;
@@ -89,19 +87,16 @@ pub(super) async fn handle(
     }
     // Wait until the new topics have leaders in this broker's metadata, as Kafka's delayed
     // CreateTopics does, but never past the request's timeout.
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(request.timeout_ms.max(0) as u64);
-    let mut changes = apis.replica_manager.subscribe_changes();
-    while !created.is_empty() && tokio::time::Instant::now() < deadline {
-        created.retain(|t| {
-            apis.metadata_cache
+    wait_for_metadata(
+        &apis.metadata_cache,
+        request.timeout_ms,
+        created,
+        |cache, t: &String| {
+            cache
                 .topic(t)
                 .is_none_or(|c| c.partitions.values().any(|p| p.leader < 0))
-        });
-        if created.is_empty() {
-            break;
-        }
-        let step = deadline.min(tokio::time::Instant::now() + Duration::from_millis(50));
-        let _ = tokio::time::timeout_at(step, changes.changed()).await;
-    }
+        },
+    )
+    .await;
     CreateTopicsResponse::default().with_topics(results)
 }

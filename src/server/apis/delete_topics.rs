@@ -3,12 +3,10 @@
 //! does the deletion. The response waits (up to `timeout_ms`) until this broker's metadata no
 //! longer has the topic, else REQUEST_TIMED_OUT, as Kafka's delayed DeleteTopics does.
 
-use std::time::Duration;
-
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 
-use super::{str_bytes, KafkaApis};
+use super::{str_bytes, wait_for_metadata, KafkaApis};
 use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
 use crate::zk::paths;
@@ -68,16 +66,13 @@ pub(super) async fn handle(
         };
         results.push(result);
     }
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(request.timeout_ms.max(0) as u64);
-    let mut changes = apis.replica_manager.subscribe_changes();
-    loop {
-        pending.retain(|t| apis.metadata_cache.topic(t).is_some());
-        if pending.is_empty() || tokio::time::Instant::now() >= deadline {
-            break;
-        }
-        let step = deadline.min(tokio::time::Instant::now() + Duration::from_millis(50));
-        let _ = tokio::time::timeout_at(step, changes.changed()).await;
-    }
+    let pending = wait_for_metadata(
+        &apis.metadata_cache,
+        request.timeout_ms,
+        pending,
+        |cache, t: &String| cache.topic(t).is_some(),
+    )
+    .await;
     for r in &mut results {
         if r.error_code == ec::NONE && r.name.as_ref().is_some_and(|n| pending.contains(&n.0.to_string())) {
             r.error_code = ec::REQUEST_TIMED_OUT;

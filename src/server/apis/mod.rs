@@ -84,6 +84,26 @@ impl RequestHandler for KafkaApis {
     }
 }
 
+/// Waits until none of `pending` satisfies `still_waiting` or `timeout_ms` passes, woken by each
+/// UpdateMetadata (Kafka's delayed CreateTopics/DeleteTopics/CreatePartitions). Returns what is
+/// still pending.
+pub(crate) async fn wait_for_metadata<T>(
+    cache: &MetadataCache,
+    timeout_ms: i32,
+    mut pending: Vec<T>,
+    still_waiting: impl Fn(&MetadataCache, &T) -> bool,
+) -> Vec<T> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms.max(0) as u64);
+    let mut changes = cache.subscribe();
+    loop {
+        pending.retain(|t| still_waiting(cache, t));
+        if pending.is_empty() || tokio::time::timeout_at(deadline, changes.changed()).await.is_err() {
+            pending.retain(|t| still_waiting(cache, t));
+            return pending;
+        }
+    }
+}
+
 pub(crate) fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
