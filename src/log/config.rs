@@ -54,6 +54,14 @@ impl Default for LogConfig {
 }
 
 impl LogConfig {
+    /// What each segment of a log with this config needs.
+    pub fn segment_config(&self) -> super::segment::SegmentConfig {
+        super::segment::SegmentConfig {
+            index_interval_bytes: self.index_interval_bytes,
+            max_index_size: self.max_index_size,
+        }
+    }
+
     /// The broker-wide defaults, with Kafka's precedence among the ms/minutes/hours keys.
     pub fn from_broker(config: &KafkaConfig) -> LogConfig {
         let d = LogConfig::default();

@@ -14,7 +14,7 @@ use super::failure::LogDirFailureChannel;
 use super::file::Faults;
 use super::leader_epoch::LeaderEpochFileCache;
 use super::retention::{self, RetentionConfig, SegmentSummary};
-use super::segment::{self, LogSegment, SegmentConfig, SegmentIoError};
+use super::segment::{self, LogSegment, SegmentIoError};
 use crate::protocol::record_batch::{self, BatchError, BatchHeader};
 use crate::types::TopicPartition;
 
@@ -162,10 +162,7 @@ impl Log {
             }
         }
         bases.sort_unstable();
-        let seg_config = SegmentConfig {
-            index_interval_bytes: config.index_interval_bytes,
-            max_index_size: config.max_index_size,
-        };
+        let seg_config = config.segment_config();
         let mut report = LoadReport::default();
         let mut segments = BTreeMap::new();
         let mut corrupt_from = None;
@@ -484,10 +481,7 @@ impl Log {
             let done = active.on_become_inactive();
             self.io(done)?;
         }
-        let seg_config = SegmentConfig {
-            index_interval_bytes: self.config.index_interval_bytes,
-            max_index_size: self.config.max_index_size,
-        };
+        let seg_config = self.config.segment_config();
         let created = LogSegment::create(&self.dir, leo, seg_config, &self.faults, now_ms);
         let seg = self.io(created)?;
         self.segments.insert(leo, seg);
@@ -570,10 +564,7 @@ impl Log {
             let deleted = seg.delete();
             self.io(deleted)?;
         }
-        let seg_config = SegmentConfig {
-            index_interval_bytes: self.config.index_interval_bytes,
-            max_index_size: self.config.max_index_size,
-        };
+        let seg_config = self.config.segment_config();
         let created = LogSegment::create(&self.dir, offset, seg_config, &self.faults, now_ms);
         let seg = self.io(created)?;
         self.segments.insert(offset, seg);

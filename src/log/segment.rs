@@ -97,7 +97,24 @@ impl LogSegment {
         let log_path = dir.join(file_name(base_offset, ".log"));
         let log = LogFile::open(&log_path, faults).map_err(io("create", &log_path))?;
         let (offset_index, time_index) = open_indexes(dir, base_offset, config, true)?;
-        Ok(LogSegment {
+        Ok(LogSegment::assemble(
+            base_offset,
+            log,
+            (offset_index, time_index),
+            config,
+            now_ms,
+        ))
+    }
+
+    /// A segment over opened files, with nothing known yet about its batches.
+    fn assemble(
+        base_offset: i64,
+        log: LogFile,
+        (offset_index, time_index): (OffsetIndex, TimeIndex),
+        config: SegmentConfig,
+        now_ms: i64,
+    ) -> LogSegment {
+        LogSegment {
             base_offset,
             log,
             offset_index,
@@ -109,7 +126,7 @@ impl LogSegment {
             rolling_based_timestamp: None,
             created_ms: now_ms,
             next_offset: base_offset,
-        })
+        }
     }
 
     /// Opens an existing segment. With `recover`, every batch is re-validated and the indexes
@@ -133,19 +150,7 @@ impl LogSegment {
                 (open_indexes(dir, base_offset, config, true)?, false)
             }
         };
-        let mut segment = LogSegment {
-            base_offset,
-            log,
-            offset_index: indexes.0,
-            time_index: indexes.1,
-            config,
-            bytes_since_last_index_entry: 0,
-            max_timestamp: -1,
-            offset_of_max_timestamp: base_offset,
-            rolling_based_timestamp: None,
-            created_ms: now_ms,
-            next_offset: base_offset,
-        };
+        let mut segment = LogSegment::assemble(base_offset, log, indexes, config, now_ms);
         if recover || !indexes_ok {
             let outcome = segment.recover(max_batch_size)?;
             return Ok((segment, Some(outcome)));
@@ -236,14 +241,14 @@ impl LogSegment {
             // append); it is never a disk failure.
             match self.offset_index.append(batch.last_offset(), pos) {
                 Ok(()) | Err(IndexError::Full { .. }) => {}
-                Err(e) => return Err(index_err(&self.offset_index, e)),
+                Err(e) => return Err(index_err(self.offset_index.path(), e)),
             }
             match self
                 .time_index
                 .maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             {
                 Ok(()) | Err(IndexError::Full { .. }) => {}
-                Err(e) => return Err(index_err_t(&self.time_index, e)),
+                Err(e) => return Err(index_err(self.time_index.path(), e)),
             }
             self.bytes_since_last_index_entry = 0;
         }
@@ -334,8 +339,10 @@ impl LogSegment {
     pub fn recover(&mut self, max_batch_size: usize) -> Result<RecoveryOutcome, SegmentIoError> {
         self.offset_index
             .reset()
-            .map_err(|e| index_err(&self.offset_index, e))?;
-        self.time_index.reset().map_err(|e| index_err_t(&self.time_index, e))?;
+            .map_err(|e| index_err(self.offset_index.path(), e))?;
+        self.time_index
+            .reset()
+            .map_err(|e| index_err(self.time_index.path(), e))?;
         self.bytes_since_last_index_entry = 0;
         self.max_timestamp = -1;
         self.offset_of_max_timestamp = self.base_offset;
@@ -470,10 +477,10 @@ impl LogSegment {
         let size = self.log.size();
         self.offset_index
             .truncate_to(offset)
-            .map_err(|e| index_err(&self.offset_index, e))?;
+            .map_err(|e| index_err(self.offset_index.path(), e))?;
         self.time_index
             .truncate_to(offset)
-            .map_err(|e| index_err_t(&self.time_index, e))?;
+            .map_err(|e| index_err(self.time_index.path(), e))?;
         let path = self.log.path().to_path_buf();
         self.log.truncate(position).map_err(io("truncate", &path))?;
         // Timestamps and the end offset are re-derived from what is left.
@@ -510,7 +517,7 @@ impl LogSegment {
         if self.max_timestamp >= 0 {
             self.time_index
                 .maybe_append_on_roll(self.max_timestamp, self.offset_of_max_timestamp)
-                .map_err(|e| index_err_t(&self.time_index, e))?;
+                .map_err(|e| index_err(self.time_index.path(), e))?;
         }
         self.flush()
     }
@@ -607,18 +614,11 @@ fn open_indexes(
     Ok((offset_index, time_index))
 }
 
-fn index_err(ix: &OffsetIndex, e: impl std::fmt::Display) -> SegmentIoError {
+/// An index failure, reported against the index file it happened on.
+fn index_err(path: &Path, e: impl std::fmt::Display) -> SegmentIoError {
     SegmentIoError {
         op: "index",
-        path: ix.path().to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
-    }
-}
-
-fn index_err_t(ix: &TimeIndex, e: impl std::fmt::Display) -> SegmentIoError {
-    SegmentIoError {
-        op: "index",
-        path: ix.path().to_path_buf(),
+        path: path.to_path_buf(),
         source: std::io::Error::other(e.to_string()),
     }
 }
