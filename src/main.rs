@@ -88,8 +88,9 @@ enum PerfCommand {
     Consume(PerfConsumeArgs),
 }
 
+/// The partition a perf tool works on.
 #[derive(Debug, Args)]
-struct PerfProduceArgs {
+struct PerfTarget {
     /// A broker to ask for the partition's leader.
     #[arg(long, value_name = "HOST:PORT")]
     bootstrap: String,
@@ -97,6 +98,12 @@ struct PerfProduceArgs {
     topic: String,
     #[arg(long, default_value_t = 0)]
     partition: i32,
+}
+
+#[derive(Debug, Args)]
+struct PerfProduceArgs {
+    #[command(flatten)]
+    target: PerfTarget,
     /// Records to send.
     #[arg(long)]
     records: u64,
@@ -122,13 +129,8 @@ struct PerfProduceArgs {
 
 #[derive(Debug, Args)]
 struct PerfConsumeArgs {
-    /// A broker to ask for the partition's leader.
-    #[arg(long, value_name = "HOST:PORT")]
-    bootstrap: String,
-    #[arg(long)]
-    topic: String,
-    #[arg(long, default_value_t = 0)]
-    partition: i32,
+    #[command(flatten)]
+    target: PerfTarget,
     /// Records to read.
     #[arg(long)]
     records: u64,
@@ -331,13 +333,13 @@ fn tempfile_dir(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
 async fn perf_produce(args: PerfProduceArgs) -> anyhow::Result<()> {
     use kastle::admin::perf_produce::{run, PerfProduceOptions};
     let options = PerfProduceOptions {
-        partition: args.partition,
+        partition: args.target.partition,
         throughput: (args.throughput > 0.0).then_some(args.throughput),
         acks: args.acks,
         batch_size: args.batch_size,
         compression: args.compression,
         max_in_flight: args.max_in_flight,
-        ..PerfProduceOptions::new(args.bootstrap, args.topic, args.records, args.record_size)
+        ..PerfProduceOptions::new(args.target.bootstrap, args.target.topic, args.records, args.record_size)
     };
     let report = run(&options).await.context("perf produce")?;
     println!("{report}");
@@ -348,11 +350,11 @@ async fn perf_produce(args: PerfProduceArgs) -> anyhow::Result<()> {
 async fn perf_consume(args: PerfConsumeArgs) -> anyhow::Result<()> {
     use kastle::admin::perf_consume::{run, PerfConsumeOptions};
     let options = PerfConsumeOptions {
-        partition: args.partition,
+        partition: args.target.partition,
         fetch_max_bytes: args.fetch_max_bytes,
         from_offset: args.from_offset,
         timeout: Duration::from_millis(args.timeout_ms),
-        ..PerfConsumeOptions::new(args.bootstrap, args.topic, args.records)
+        ..PerfConsumeOptions::new(args.target.bootstrap, args.target.topic, args.records)
     };
     let report = run(&options).await.context("perf consume")?;
     if report.timed_out {

@@ -37,11 +37,27 @@ async fn state(zk: &ZkSession, topic: &str, partition: i32) -> Option<PartitionS
 }
 
 fn start(chroot: &str, ids: &[i32]) -> Vec<BrokerProcess> {
+    start_with(chroot, ids, |spec| spec)
+}
+
+/// Brokers `ids` with the test session timeout, each spec adjusted by `adjust`.
+fn start_with(chroot: &str, ids: &[i32], adjust: impl Fn(BrokerSpec) -> BrokerSpec) -> Vec<BrokerProcess> {
     ids.iter()
         .map(|id| {
-            BrokerProcess::start(&BrokerSpec::new(*id, &zookeeper().connect(chroot)).session_timeout_ms(SESSION_MS))
+            BrokerProcess::start(&adjust(
+                BrokerSpec::new(*id, &zookeeper().connect(chroot)).session_timeout_ms(SESSION_MS),
+            ))
         })
         .collect()
+}
+
+/// All `n` brokers registered and a controller elected.
+async fn cluster_ready(zk: &ZkSession, n: usize) {
+    all_registered(zk, n).await;
+    wait_until(Duration::from_secs(20), "a controller", || async {
+        controller_of(zk).await.is_some()
+    })
+    .await;
 }
 
 async fn all_registered(zk: &ZkSession, n: usize) {
@@ -67,11 +83,7 @@ async fn one_controller_is_elected_and_a_new_one_takes_over_after_kill_9() {
     let chroot = unique_chroot("ctrl-failover");
     let mut brokers = start(&chroot, &[1, 2, 3]);
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 3).await;
     let first = controller_of(&zk).await.expect("controller");
     assert_eq!(controller_epoch(&zk).await, 1, "one election, one epoch");
 
@@ -97,11 +109,7 @@ async fn topics_written_by_hand_get_leaders_and_move_to_isr_members_when_the_lea
     let chroot = unique_chroot("ctrl-topics");
     let brokers = start(&chroot, &[1, 2, 3]);
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 3).await;
 
     // Partition 0 led by 1 (ISR 1,2,3); partition 1 lives only on broker 2.
     create_topic_by_hand(&zk, "manual", r#"{"0":[1,2,3],"1":[2]}"#).await;
@@ -155,11 +163,7 @@ async fn kcat_produces_to_an_auto_created_topic_and_reads_it_back_through_any_br
     let chroot = unique_chroot("ctrl-e2e");
     let brokers = start(&chroot, &[1, 2, 3]);
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 3).await;
     // Any broker's address bootstraps the client; the controller has told every broker the rest.
     let bootstrap = common::bootstrap_of(&zk, 2).await;
     let input: String = (0..1_000).map(|i| format!("k{i}:v{i}\n")).collect();
@@ -214,11 +218,7 @@ async fn admin_clients_create_topics_through_the_controller() {
     let chroot = unique_chroot("ctrl-admin");
     let _brokers = start(&chroot, &[1, 2, 3]);
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 3).await;
     let bootstrap = common::bootstrap_of(&zk, 1).await;
     let python = common::python();
     let out = tokio::task::spawn_blocking(move || {
@@ -261,11 +261,7 @@ async fn a_paused_controller_loses_its_role_and_one_controller_remains_after_it_
     let chroot = unique_chroot("ctrl-zombie");
     let brokers = start(&chroot, &[1, 2, 3]);
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 3).await;
     let first = controller_of(&zk).await.expect("controller");
     let paused = &brokers[(first - 1) as usize];
     paused.signal("STOP");
@@ -354,16 +350,9 @@ async fn the_controller_reports_itself_on_the_prometheus_endpoint() {
 async fn sigterm_moves_leaderships_away_before_the_broker_exits() {
     let chroot = unique_chroot("ctrl-shutdown");
     // A long session timeout: only a controlled shutdown moves leadership before the process ends.
-    let mut brokers: Vec<BrokerProcess> = [1, 2, 3]
-        .iter()
-        .map(|id| BrokerProcess::start(&BrokerSpec::new(*id, &zookeeper().connect(&chroot)).session_timeout_ms(30_000)))
-        .collect();
+    let mut brokers = start_with(&chroot, &[1, 2, 3], |spec| spec.session_timeout_ms(30_000));
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 3).await;
     // Broker 3 leads partition 0 and follows in partition 1; partition 2 has it as sole replica.
     create_topic_by_hand(&zk, "rolling", r#"{"0":[3,1,2],"1":[1,3,2],"2":[3]}"#).await;
     wait_until(Duration::from_secs(20), "leaders", || async {
@@ -398,11 +387,7 @@ async fn a_deleted_topic_vanishes_everywhere_even_from_a_broker_that_was_down() 
         .collect();
     let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 3).await;
     let controller = controller_of(&zk).await.expect("controller");
     create_topic_by_hand(&zk, "doomed", r#"{"0":[1,2,3],"1":[2,3,1]}"#).await;
     let dirs: Vec<std::path::PathBuf> = brokers.iter().map(|b| b.log_dir.clone()).collect();
@@ -461,11 +446,7 @@ async fn admin_clients_delete_topics_through_the_controller() {
     let chroot = unique_chroot("ctrl-admin-delete");
     let brokers = start(&chroot, &[1, 2]);
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 2).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 2).await;
     create_topic_by_hand(&zk, "short-lived", r#"{"0":[1,2]}"#).await;
     wait_until(Duration::from_secs(20), "a leader", || async {
         state(&zk, "short-lived", 0).await.is_some()
@@ -549,22 +530,11 @@ async fn preferred_elections_by_znode_and_by_api_restore_the_first_assigned_repl
     use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicName};
     use kafka_protocol::protocol::StrBytes;
     let chroot = unique_chroot("ctrl-preferred");
-    let _brokers: Vec<BrokerProcess> = [1, 2, 3]
-        .iter()
-        .map(|id| {
-            BrokerProcess::start(
-                &BrokerSpec::new(*id, &zookeeper().connect(&chroot))
-                    .session_timeout_ms(SESSION_MS)
-                    .with("auto.leader.rebalance.enable", "false"),
-            )
-        })
-        .collect();
+    let _brokers = start_with(&chroot, &[1, 2, 3], |spec| {
+        spec.with("auto.leader.rebalance.enable", "false")
+    });
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 3).await;
 
     // The legacy tools' way: /admin/preferred_replica_election.
     topic_led_by_non_preferred(&zk, "by-znode", 2).await;
@@ -635,22 +605,11 @@ async fn preferred_elections_by_znode_and_by_api_restore_the_first_assigned_repl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_rebalance_moves_leadership_back_to_the_preferred_replica() {
     let chroot = unique_chroot("ctrl-rebalance");
-    let _brokers: Vec<BrokerProcess> = [1, 2, 3]
-        .iter()
-        .map(|id| {
-            BrokerProcess::start(
-                &BrokerSpec::new(*id, &zookeeper().connect(&chroot))
-                    .session_timeout_ms(SESSION_MS)
-                    .with("leader.imbalance.check.interval.seconds", "1"),
-            )
-        })
-        .collect();
+    let _brokers = start_with(&chroot, &[1, 2, 3], |spec| {
+        spec.with("leader.imbalance.check.interval.seconds", "1")
+    });
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(&zk).await.is_some()
-    })
-    .await;
+    cluster_ready(&zk, 3).await;
     topic_led_by_non_preferred(&zk, "drifted", 3).await;
     wait_until(
         Duration::from_secs(20),
