@@ -46,6 +46,8 @@ struct Snapshot {
     controller_id: Option<BrokerId>,
     brokers: BTreeMap<BrokerId, LiveBroker>,
     topics: BTreeMap<String, CachedTopic>,
+    /// Topic id → name, kept with `topics` so Fetch v13+ resolves ids without a scan.
+    names_by_id: HashMap<uuid::Uuid, String>,
 }
 
 /// Shared by the API handlers; written only by UpdateMetadata.
@@ -87,9 +89,14 @@ impl MetadataCache {
                     t.partitions.is_empty()
                 });
                 if emptied == Some(true) {
-                    snap.topics.remove(&topic);
+                    if let Some(gone) = snap.topics.remove(&topic) {
+                        snap.names_by_id.remove(&gone.id);
+                    }
                 }
                 continue;
+            }
+            if !id.is_nil() {
+                snap.names_by_id.insert(id, topic.clone());
             }
             let entry = snap.topics.entry(topic).or_default();
             if !id.is_nil() {
@@ -139,15 +146,14 @@ impl MetadataCache {
             .collect()
     }
 
-    /// Topic id → name, for Fetch v13+.
-    pub fn topic_names_by_id(&self) -> HashMap<uuid::Uuid, String> {
+    /// The name of the topic with `id` (Fetch v13+, DeleteTopics v6).
+    pub fn topic_name(&self, id: &uuid::Uuid) -> Option<String> {
         self.inner
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .topics
-            .iter()
-            .map(|(name, t)| (t.id, name.clone()))
-            .collect()
+            .names_by_id
+            .get(id)
+            .cloned()
     }
 }
 

@@ -22,7 +22,6 @@ pub(super) async fn handle(
 ) -> DeleteTopicsResponse {
     let version = ctx.api_version;
     let active = apis.controller.get().is_some_and(|c| c.is_active());
-    let by_id = apis.metadata_cache.topic_names_by_id();
     // v0-5 name topics; v6 names or ids.
     let mut wanted: Vec<(Option<String>, uuid::Uuid)> = request
         .topic_names
@@ -38,7 +37,7 @@ pub(super) async fn handle(
     let mut results = Vec::with_capacity(wanted.len());
     let mut pending = Vec::new();
     for (name, id) in wanted {
-        let name = name.or_else(|| by_id.get(&id).cloned());
+        let name = name.or_else(|| apis.metadata_cache.topic_name(&id));
         let mut result = DeletableTopicResult::default().with_name(name.as_deref().map(|n| TopicName(str_bytes(n))));
         if version >= 6 {
             result.topic_id = id;

@@ -37,16 +37,11 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
         request.replica_id.0
     };
     let replica = (replica_id >= 0).then_some(BrokerId(replica_id));
-    let names_by_id = if version >= 13 {
-        apis.metadata_cache.topic_names_by_id()
-    } else {
-        Default::default()
-    };
     let mut topics: Vec<FetchableTopicResponse> = Vec::with_capacity(request.topics.len());
     let mut wanted = Vec::new();
     for topic in &request.topics {
         let name = if version >= 13 {
-            names_by_id.get(&topic.topic_id).cloned().or_else(|| {
+            apis.metadata_cache.topic_name(&topic.topic_id).or_else(|| {
                 topic.partitions.first().and_then(|p| {
                     apis.replica_manager
                         .partition_by_id(topic.topic_id, p.partition)
