@@ -232,6 +232,21 @@ impl LogManager {
         }
     }
 
+    /// Reads `replication-offset-checkpoint` of every live dir, for logs that exist (a missing
+    /// or unreadable file means no high watermarks: they restart at 0 and catch up from the
+    /// leader, as Kafka).
+    pub fn read_high_watermark_checkpoints(&self) -> std::collections::HashMap<TopicPartition, i64> {
+        let logs: std::collections::HashSet<TopicPartition> = self.all_logs().into_iter().map(|(tp, _)| tp).collect();
+        let mut hws = std::collections::HashMap::new();
+        for dir in self.live_dirs() {
+            match OffsetCheckpointFile::new(dir.join(REPLICATION_OFFSET_CHECKPOINT)).read() {
+                Ok(entries) => hws.extend(entries.into_iter().filter(|(tp, _)| logs.contains(tp))),
+                Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot read the high-watermark checkpoint"),
+            }
+        }
+        hws
+    }
+
     /// Writes `replication-offset-checkpoint` (high watermarks) in every live dir.
     pub fn checkpoint_high_watermarks(&self, high_watermarks: &BTreeMap<TopicPartition, i64>) {
         let logs = self.all_logs();

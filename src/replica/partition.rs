@@ -1,13 +1,16 @@
 //! One partition as this broker hosts it: the controller's state for it (leader, epoch, ISR,
-//! replicas), its log, and — as leader — the high watermark and what each follower has
-//! fetched. The HW rules are Kafka's: HW = min LEO over the ISR, only moving forward, and
-//! (3.7+, KAFKA-15583) never while the ISR is smaller than `min.insync.replicas`.
+//! replicas), its log, and — as leader — the high watermark, what each follower has fetched,
+//! and the ISR change in flight. The rules themselves are pure functions in [`super::isr`]; this
+//! type keeps the state consistent under one lock (order: this partition's state, then its log).
+//! As follower it appends what the fetcher brings, truncates where the leader's epochs diverge,
+//! and takes the leader's HW capped at its own LEO.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use bytes::Bytes;
 
+use super::isr::{self, FollowerState};
 use crate::log::log::{LogAppendInfo, LogError};
 use crate::log::log_manager::{lock, SharedLog};
 use crate::protocol::error_codes as ec;
@@ -32,6 +35,44 @@ pub struct ReadResult {
     pub high_watermark: i64,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
+    /// For a follower whose last fetched epoch is not the leader's: the leader's (epoch, end
+    /// offset) to truncate against (Fetch v12+ `DivergingEpoch`). No records then.
+    pub diverging_epoch: Option<(i32, i64)>,
+}
+
+/// An ISR change the leader wants written to its state znode (conditional on `zk_version`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrProposal {
+    pub tp: TopicPartition,
+    pub leader: BrokerId,
+    pub leader_epoch: i32,
+    pub controller_epoch: i32,
+    pub zk_version: i32,
+    pub isr: Vec<BrokerId>,
+    /// Expansion (a follower joins) or shrink.
+    pub expand: bool,
+}
+
+/// A state znode as read back after a failed conditional write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredState {
+    pub controller_epoch: i32,
+    pub leader: BrokerId,
+    pub leader_epoch: i32,
+    pub isr: Vec<BrokerId>,
+    pub zk_version: i32,
+}
+
+/// How writing an [`IsrProposal`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IsrWriteOutcome {
+    Written {
+        zk_version: i32,
+    },
+    /// The znode had another version; what it holds now (None: it is gone).
+    Conflict(Option<StoredState>),
+    /// ZooKeeper could not be reached; try again later.
+    Failed,
 }
 
 #[derive(Debug)]
@@ -39,11 +80,25 @@ struct Inner {
     state: PartitionState,
     log: SharedLog,
     high_watermark: i64,
-    /// Followers' log end offsets, from their fetches (leader only).
-    follower_leos: HashMap<BrokerId, i64>,
+    /// Followers' progress from their fetches (leader only).
+    followers: HashMap<BrokerId, FollowerState>,
+    /// The LEO when this broker became leader in the current epoch.
+    leader_epoch_start_offset: i64,
+    /// The ISR change being written, if any (one at a time, as Kafka).
+    pending_isr: Option<IsrProposal>,
 }
 
-/// A hosted partition. Lock order: this partition's state, then its log.
+impl Inner {
+    /// The ISR the HW is computed over: committed plus a follower being added (KIP-497).
+    fn maximal_isr(&self) -> Vec<BrokerId> {
+        match &self.pending_isr {
+            Some(p) if p.expand => p.isr.clone(),
+            _ => self.state.isr.clone(),
+        }
+    }
+}
+
+/// A hosted partition.
 #[derive(Debug)]
 pub struct Partition {
     pub tp: TopicPartition,
@@ -53,13 +108,16 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// A partition with `state` not yet applied; `high_watermark` from the checkpoint.
     pub fn new(
         tp: TopicPartition,
         topic_id: uuid::Uuid,
         local: BrokerId,
         state: PartitionState,
         log: SharedLog,
+        high_watermark: i64,
     ) -> Self {
+        let leo = lock(&log).log_end_offset();
         Partition {
             tp,
             topic_id,
@@ -67,8 +125,10 @@ impl Partition {
             inner: Mutex::new(Inner {
                 state,
                 log,
-                high_watermark: 0,
-                follower_leos: HashMap::new(),
+                high_watermark: high_watermark.clamp(0, leo),
+                followers: HashMap::new(),
+                leader_epoch_start_offset: 0,
+                pending_isr: None,
             }),
         }
     }
@@ -97,24 +157,40 @@ impl Partition {
         self.inner().log.clone()
     }
 
+    pub fn log_end_offset(&self) -> i64 {
+        lock(&self.inner().log).log_end_offset()
+    }
+
     /// Applies a new controller decision. As leader: records the new epoch at the LEO in the
-    /// epoch cache at once (Kafka's makeLeader) and forgets followers' progress.
-    pub fn apply(&self, state: PartitionState, min_isr: i32) -> Result<(), LogError> {
+    /// epoch cache at once (Kafka's makeLeader) and starts tracking followers afresh, ISR
+    /// members counting as caught up now.
+    pub fn apply(&self, state: PartitionState, min_isr: i32, now_ms: i64) -> Result<(), LogError> {
         let mut inner = self.inner();
         let becomes_leader = state.leader == self.local;
         inner.state = state;
-        inner.follower_leos.clear();
+        inner.followers.clear();
+        inner.pending_isr = None;
         if becomes_leader {
             let mut log = lock(&inner.log);
             let leo = log.log_end_offset();
             log.assign_leader_epoch(inner.state.leader_epoch, leo)?;
             drop(log);
+            inner.leader_epoch_start_offset = leo;
+            let followers = inner
+                .state
+                .replicas
+                .iter()
+                .filter(|r| **r != self.local)
+                .map(|r| (*r, FollowerState::new(inner.state.isr.contains(r), now_ms)))
+                .collect();
+            inner.followers = followers;
             maybe_increment_hw(&mut inner, self.local, min_isr);
         }
         Ok(())
     }
 
-    /// Appends a producer's batches as leader. With acks=-1, refuses before writing when the
+    /// Appends a producer's batches as leader; returns what was appended and in which leader
+    /// epoch. With acks=-1, refuses before writing when the
     /// ISR is below `min.insync.replicas` (NOT_ENOUGH_REPLICAS).
     pub fn append_as_leader(
         &self,
@@ -122,12 +198,12 @@ impl Partition {
         acks: i16,
         min_isr: i32,
         now_ms: i64,
-    ) -> Result<LogAppendInfo, i16> {
+    ) -> Result<(LogAppendInfo, i32), i16> {
         let mut inner = self.inner();
         if inner.state.leader != self.local {
             return Err(ec::NOT_LEADER_OR_FOLLOWER);
         }
-        if acks == -1 && (inner.state.isr.len() as i32) < effective_min_isr(&inner.state, min_isr) {
+        if acks == -1 && inner.state.isr.len() < effective_min_isr(&inner.state, min_isr) {
             return Err(ec::NOT_ENOUGH_REPLICAS);
         }
         let epoch = inner.state.leader_epoch;
@@ -135,20 +211,21 @@ impl Partition {
             .append_as_leader(records, epoch, now_ms)
             .map_err(|e| e.error_code())?;
         maybe_increment_hw(&mut inner, self.local, min_isr);
-        Ok(info)
+        Ok((info, epoch))
     }
 
     /// Whether an acks=-1 produce up to `required_offset` (exclusive) is done: `Some(error
     /// code)` when finished (0 = success), `None` while it must keep waiting.
-    pub fn check_produce_completion(&self, required_offset: i64, min_isr: i32) -> Option<i16> {
+    pub fn check_produce_completion(&self, required_offset: i64, leader_epoch: i32, min_isr: i32) -> Option<i16> {
         let inner = self.inner();
-        if inner.state.leader != self.local {
+        // Leadership lost (even if regained later): the records may have been truncated away.
+        if inner.state.leader != self.local || inner.state.leader_epoch != leader_epoch {
             return Some(ec::NOT_LEADER_OR_FOLLOWER);
         }
         if inner.high_watermark >= required_offset {
             return Some(ec::NONE);
         }
-        if (inner.state.isr.len() as i32) < effective_min_isr(&inner.state, min_isr) {
+        if inner.state.isr.len() < effective_min_isr(&inner.state, min_isr) {
             return Some(ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND);
         }
         None
@@ -164,35 +241,276 @@ impl Partition {
         }
     }
 
-    /// Reads as leader: up to the HW for consumers, the LEO for replicas (`replica` = Some(id),
-    /// whose fetch offset is also its LEO and may move the HW).
-    pub fn read(
-        &self,
-        fetch_offset: i64,
-        max_bytes: usize,
-        replica: Option<BrokerId>,
-        min_isr: i32,
-    ) -> Result<ReadResult, i16> {
-        let mut inner = self.inner();
+    /// Reads as leader for a consumer: whole batches below the HW.
+    pub fn read(&self, fetch_offset: i64, max_bytes: usize) -> Result<ReadResult, i16> {
+        let inner = self.inner();
         if inner.state.leader != self.local {
             return Err(ec::NOT_LEADER_OR_FOLLOWER);
         }
-        if let Some(id) = replica {
-            inner.follower_leos.insert(id, fetch_offset);
-            maybe_increment_hw(&mut inner, self.local, min_isr);
-        }
         let log = lock(&inner.log);
-        let leo = log.log_end_offset();
-        let ceiling = if replica.is_some() { leo } else { inner.high_watermark };
         let records = log
-            .read(fetch_offset, max_bytes, ceiling, true)
+            .read(fetch_offset, max_bytes, inner.high_watermark, true)
             .map_err(|e| e.error_code())?;
         Ok(ReadResult {
             records,
             high_watermark: inner.high_watermark,
             log_start_offset: log.log_start_offset(),
-            log_end_offset: leo,
+            log_end_offset: log.log_end_offset(),
+            diverging_epoch: None,
         })
+    }
+
+    /// Reads as leader for follower `replica` (up to the LEO). Its fetch offset is its LEO: it
+    /// may move the HW and, once caught up, bring it back into the ISR (returned as a proposal
+    /// to write). A `last_fetched_epoch` the leader does not end where the follower is gets the
+    /// diverging epoch instead of records.
+    pub fn read_for_follower(
+        &self,
+        replica: BrokerId,
+        fetch_offset: i64,
+        last_fetched_epoch: i32,
+        max_bytes: usize,
+        min_isr: i32,
+        now_ms: i64,
+    ) -> Result<(ReadResult, Option<IsrProposal>), i16> {
+        let mut inner = self.inner();
+        if inner.state.leader != self.local {
+            return Err(ec::NOT_LEADER_OR_FOLLOWER);
+        }
+        if !inner.state.replicas.contains(&replica) {
+            return Err(ec::NOT_LEADER_OR_FOLLOWER);
+        }
+        let (leo, log_start) = {
+            let log = lock(&inner.log);
+            (log.log_end_offset(), log.log_start_offset())
+        };
+        if last_fetched_epoch >= 0 {
+            let (epoch, end) = lock(&inner.log).end_offset_for_epoch(last_fetched_epoch);
+            if epoch < last_fetched_epoch || end < fetch_offset {
+                let read = ReadResult {
+                    records: Bytes::new(),
+                    high_watermark: inner.high_watermark,
+                    log_start_offset: log_start,
+                    log_end_offset: leo,
+                    diverging_epoch: Some((epoch, end)),
+                };
+                return Ok((read, None));
+            }
+        }
+        if fetch_offset < log_start || fetch_offset > leo {
+            return Err(ec::OFFSET_OUT_OF_RANGE);
+        }
+        inner
+            .followers
+            .entry(replica)
+            .or_insert_with(|| FollowerState::new(false, 0))
+            .on_fetch(fetch_offset, leo, now_ms);
+        let proposal = maybe_expand_isr(&mut inner, self.local, replica, &self.tp);
+        maybe_increment_hw(&mut inner, self.local, min_isr);
+        let log = lock(&inner.log);
+        let records = log
+            .read(fetch_offset, max_bytes, leo, true)
+            .map_err(|e| e.error_code())?;
+        let read = ReadResult {
+            records,
+            high_watermark: inner.high_watermark,
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: leo,
+            diverging_epoch: None,
+        };
+        Ok((read, proposal))
+    }
+
+    /// The periodic ISR check (every `replica.lag.time.max.ms / 2`): as leader, the ISR without
+    /// the followers that have not caught up within `lag_max_ms`.
+    pub fn maybe_shrink_isr(&self, now_ms: i64, lag_max_ms: i64) -> Option<IsrProposal> {
+        let mut inner = self.inner();
+        if inner.state.leader != self.local || inner.pending_isr.is_some() {
+            return None;
+        }
+        let leo = lock(&inner.log).log_end_offset();
+        let out = isr::out_of_sync(&inner.state.isr, self.local, &inner.followers, leo, now_ms, lag_max_ms);
+        if out.is_empty() {
+            return None;
+        }
+        let new_isr: Vec<BrokerId> = inner.state.isr.iter().copied().filter(|r| !out.contains(r)).collect();
+        tracing::info!(
+            partition = %self.tp,
+            from = ?inner.state.isr,
+            to = ?new_isr,
+            out_of_sync = ?out,
+            "shrinking ISR"
+        );
+        let proposal = proposal(&inner, self.local, &self.tp, new_isr, false);
+        inner.pending_isr = Some(proposal.clone());
+        Some(proposal)
+    }
+
+    /// Takes the outcome of writing `proposal`. Returns a newer state found in ZooKeeper (a
+    /// different leader epoch) for the caller to apply; otherwise the ISR is committed, or
+    /// reconciled with what the znode holds so the next check starts from the truth.
+    pub fn complete_isr_update(
+        &self,
+        proposal: &IsrProposal,
+        outcome: IsrWriteOutcome,
+        min_isr: i32,
+    ) -> Option<StoredState> {
+        let mut inner = self.inner();
+        if inner.pending_isr.as_ref() != Some(proposal) {
+            return None; // superseded by a LeaderAndIsr meanwhile
+        }
+        inner.pending_isr = None;
+        match outcome {
+            IsrWriteOutcome::Written { zk_version } => {
+                tracing::info!(partition = %self.tp, isr = ?proposal.isr, zk_version, "ISR updated");
+                inner.state.isr = proposal.isr.clone();
+                inner.state.partition_epoch = zk_version;
+                maybe_increment_hw(&mut inner, self.local, min_isr);
+                None
+            }
+            IsrWriteOutcome::Conflict(Some(stored)) => {
+                if stored.leader == self.local && stored.leader_epoch == inner.state.leader_epoch {
+                    tracing::info!(
+                        partition = %self.tp,
+                        cached = inner.state.partition_epoch,
+                        stored = stored.zk_version,
+                        isr = ?stored.isr,
+                        "cached zkVersion differed from ZooKeeper's: took the stored ISR"
+                    );
+                    inner.state.isr = stored.isr;
+                    inner.state.partition_epoch = stored.zk_version;
+                    inner.state.controller_epoch = stored.controller_epoch;
+                    maybe_increment_hw(&mut inner, self.local, min_isr);
+                    None
+                } else if stored.leader_epoch > inner.state.leader_epoch {
+                    Some(stored)
+                } else {
+                    None
+                }
+            }
+            IsrWriteOutcome::Conflict(None) | IsrWriteOutcome::Failed => None,
+        }
+    }
+
+    /// Where the follower fetches from: (LEO, latest epoch in its cache or -1, log start).
+    pub fn fetch_position(&self) -> (i64, i32, i64) {
+        let inner = self.inner();
+        let log = lock(&inner.log);
+        let epoch = log.leader_epoch_cache().latest_epoch().unwrap_or(-1);
+        (log.log_end_offset(), epoch, log.log_start_offset())
+    }
+
+    /// Follower: appends fetched batches (if still following in `leader_epoch`) and takes the
+    /// leader's HW, capped at the new LEO.
+    pub fn append_as_follower(
+        &self,
+        leader_epoch: i32,
+        fetch_offset: i64,
+        records: &[u8],
+        leader_hw: i64,
+        now_ms: i64,
+    ) -> Result<Option<LogAppendInfo>, FollowerError> {
+        let mut inner = self.inner();
+        self.check_following(&inner, leader_epoch)?;
+        let mut log = lock(&inner.log);
+        if log.log_end_offset() != fetch_offset {
+            return Err(FollowerError::Moved); // truncated or appended meanwhile: refetch
+        }
+        let info = if records.is_empty() {
+            None
+        } else {
+            Some(log.append_as_follower(records, now_ms).map_err(FollowerError::Log)?)
+        };
+        let hw = leader_hw.min(log.log_end_offset());
+        drop(log);
+        if hw > inner.high_watermark {
+            inner.high_watermark = hw;
+        }
+        Ok(info)
+    }
+
+    /// Follower: the leader's `DivergingEpoch` (epoch, end offset) answered our last fetched
+    /// epoch. Truncates as Kafka's `getOffsetTruncationState`: to min(leader end, our end for that
+    /// epoch) when we have that epoch; otherwise to our end of the largest epoch below it, and
+    /// the next fetch asks again (KIP-279's multi-round). Returns the new LEO.
+    pub fn truncate_on_divergence(&self, leader_epoch: i32, diverging: (i32, i64)) -> Result<i64, FollowerError> {
+        let inner = self.inner();
+        self.check_following(&inner, leader_epoch)?;
+        let mut log = lock(&inner.log);
+        let (epoch, end) = diverging;
+        let leo = log.log_end_offset();
+        let target = if end < 0 {
+            // No epoch information at the leader: fall back to our HW.
+            inner.high_watermark
+        } else {
+            let (ours, our_end) = log.end_offset_for_epoch(epoch);
+            if ours < 0 || ours == epoch {
+                end.min(if ours < 0 { leo } else { our_end })
+            } else {
+                our_end
+            }
+        }
+        .min(leo);
+        if target < leo {
+            tracing::info!(partition = %self.tp, from = leo, to = target, leader_epoch_end = ?diverging, "truncating to the leader's epoch end");
+        }
+        log.truncate_to(target).map_err(FollowerError::Log)?;
+        let new_leo = log.log_end_offset();
+        drop(log);
+        drop(inner);
+        self.cap_hw(new_leo);
+        Ok(new_leo)
+    }
+
+    /// Follower: the leader said our fetch offset is out of range. `leader_leo` below ours
+    /// (an unclean election): truncate to it; `leader_start` above ours: start over there.
+    pub fn reset_out_of_range(
+        &self,
+        leader_epoch: i32,
+        leader_leo: i64,
+        leader_start: i64,
+        now_ms: i64,
+    ) -> Result<(), FollowerError> {
+        let inner = self.inner();
+        self.check_following(&inner, leader_epoch)?;
+        let mut log = lock(&inner.log);
+        let leo = log.log_end_offset();
+        if leader_leo < leo {
+            tracing::warn!(partition = %self.tp, from = leo, to = leader_leo, "truncating to the leader's log end (out of range)");
+            log.truncate_to(leader_leo).map_err(FollowerError::Log)?;
+        } else if leader_start > leo {
+            tracing::warn!(partition = %self.tp, leo, leader_start, "behind the leader's log start: starting over there");
+            log.truncate_fully_and_start_at(leader_start, now_ms)
+                .map_err(FollowerError::Log)?;
+        }
+        let new_leo = log.log_end_offset();
+        drop(log);
+        drop(inner);
+        self.cap_hw(new_leo);
+        Ok(())
+    }
+
+    fn cap_hw(&self, leo: i64) {
+        let mut inner = self.inner();
+        inner.high_watermark = inner.high_watermark.min(leo);
+    }
+
+    fn check_following(&self, inner: &Inner, leader_epoch: i32) -> Result<(), FollowerError> {
+        if inner.state.leader == self.local || inner.state.leader_epoch != leader_epoch {
+            return Err(FollowerError::NotFollowing);
+        }
+        Ok(())
+    }
+
+    /// Leader-side health for metrics: (is leader, ISR size, replication factor, min ISR).
+    pub fn replication_status(&self, min_isr: i32) -> (bool, usize, usize, usize) {
+        let inner = self.inner();
+        (
+            inner.state.leader == self.local,
+            inner.state.isr.len(),
+            inner.state.replicas.len(),
+            effective_min_isr(&inner.state, min_isr),
+        )
     }
 
     /// ListOffsets: (offset, timestamp) for a timestamp or -1 latest / -2 earliest / -3 max.
@@ -211,30 +529,79 @@ impl Partition {
         // A consumer never sees offsets at or past the HW.
         Ok(found.filter(|(offset, _)| replica || *offset < inner.high_watermark || timestamp == -2))
     }
+
+    /// OffsetForLeaderEpoch as leader: the largest epoch ≤ `epoch` and its end offset.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Result<(i32, i64), i16> {
+        let inner = self.inner();
+        if inner.state.leader != self.local {
+            return Err(ec::NOT_LEADER_OR_FOLLOWER);
+        }
+        let log = lock(&inner.log);
+        Ok(log.end_offset_for_epoch(epoch))
+    }
 }
 
-fn effective_min_isr(state: &PartitionState, min_isr: i32) -> i32 {
-    min_isr.min(state.replicas.len().max(1) as i32)
+/// Why a follower operation did nothing.
+#[derive(Debug)]
+pub enum FollowerError {
+    /// Leadership or epoch changed since the fetch was sent.
+    NotFollowing,
+    /// The log moved under the fetch (truncated or appended meanwhile).
+    Moved,
+    Log(LogError),
 }
 
-/// HW = min LEO over the ISR; only forward; frozen while the ISR is below min.insync.replicas.
+fn effective_min_isr(state: &PartitionState, min_isr: i32) -> usize {
+    isr::effective_min_isr(min_isr, state.replicas.len())
+}
+
+fn proposal(inner: &Inner, local: BrokerId, tp: &TopicPartition, isr: Vec<BrokerId>, expand: bool) -> IsrProposal {
+    IsrProposal {
+        tp: tp.clone(),
+        leader: local,
+        leader_epoch: inner.state.leader_epoch,
+        controller_epoch: inner.state.controller_epoch,
+        zk_version: inner.state.partition_epoch,
+        isr,
+        expand,
+    }
+}
+
+/// A follower outside the ISR that caught up joins it (one change in flight at a time).
+fn maybe_expand_isr(inner: &mut Inner, local: BrokerId, replica: BrokerId, tp: &TopicPartition) -> Option<IsrProposal> {
+    if inner.pending_isr.is_some() || inner.state.isr.contains(&replica) {
+        return None;
+    }
+    let leo = inner.followers.get(&replica)?.leo;
+    if !isr::may_join_isr(leo, inner.high_watermark, inner.leader_epoch_start_offset) {
+        return None;
+    }
+    let mut new_isr = inner.state.isr.clone();
+    new_isr.push(replica);
+    tracing::info!(partition = %tp, from = ?inner.state.isr, to = ?new_isr, "expanding ISR");
+    let p = proposal(inner, local, tp, new_isr, true);
+    inner.pending_isr = Some(p.clone());
+    Some(p)
+}
+
+/// Moves the HW forward if the rules allow (see [`isr::next_high_watermark`]).
 fn maybe_increment_hw(inner: &mut Inner, local: BrokerId, min_isr: i32) -> bool {
-    if (inner.state.isr.len() as i32) < effective_min_isr(&inner.state, min_isr) {
-        return false;
-    }
-    let mut hw = lock(&inner.log).log_end_offset();
-    for id in &inner.state.isr {
-        if *id == local {
-            continue;
+    let leo = lock(&inner.log).log_end_offset();
+    let min = effective_min_isr(&inner.state, min_isr);
+    let maximal = inner.maximal_isr();
+    match isr::next_high_watermark(
+        &maximal,
+        inner.state.isr.len(),
+        min,
+        local,
+        leo,
+        &inner.followers,
+        inner.high_watermark,
+    ) {
+        Some(hw) => {
+            inner.high_watermark = hw;
+            true
         }
-        match inner.follower_leos.get(id) {
-            Some(leo) => hw = hw.min(*leo),
-            None => return false,
-        }
+        None => false,
     }
-    if hw > inner.high_watermark {
-        inner.high_watermark = hw;
-        return true;
-    }
-    false
 }

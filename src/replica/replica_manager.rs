@@ -1,16 +1,20 @@
 //! `ReplicaManager`: the partitions this broker hosts. It applies LeaderAndIsr and StopReplica
 //! from the controller (rejecting stale controller and broker epochs, applying a partition
-//! state only when its leader epoch is newer), appends producer batches, serves reads, and
+//! state only when its leader epoch is newer) and, as a safety net, newer states found in the
+//! state znodes; it starts and stops follower fetching, appends producer batches, serves reads,
+//! runs the leader's ISR checks (the writes to ZooKeeper go through the ISR writer task), and
 //! wakes waiting fetches and acks=all produces whenever data or a high watermark moves.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
-use super::partition::{Partition, PartitionState};
-use crate::log::log_manager::LogManager;
+use super::fetcher::{FetcherConfig, FetcherManager};
+use super::partition::{IsrProposal, IsrWriteOutcome, Partition, PartitionState, StoredState};
+use crate::log::log_manager::{lock, LogManager};
 use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
 
@@ -30,6 +34,24 @@ pub struct ControllerRequestEpochs {
     pub broker_epoch: i64,
 }
 
+/// Replication settings.
+#[derive(Debug, Clone)]
+pub struct ReplicaConfig {
+    pub min_insync_replicas: i32,
+    pub replica_lag_time_max_ms: i64,
+    pub fetcher: FetcherConfig,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        ReplicaConfig {
+            min_insync_replicas: 1,
+            replica_lag_time_max_ms: 30_000,
+            fetcher: FetcherConfig::default(),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct ReplicaManager {
     local: BrokerId,
@@ -38,11 +60,20 @@ pub struct ReplicaManager {
     controller_epoch: AtomicI32,
     /// This broker's current epoch (czxid of its registration); older requests are refused.
     broker_epoch: AtomicI64,
-    min_insync_replicas: i32,
+    config: ReplicaConfig,
     /// Bumped on every append and high-watermark move: what delayed fetches and produces wait on.
     changes: watch::Sender<u64>,
     /// Fetches waiting in the purgatory (Kafka's PurgatorySize for delayedOperation=Fetch).
     delayed_fetches: std::sync::atomic::AtomicUsize,
+    fetchers: FetcherManager,
+    /// Where other brokers' inter-broker listeners are (from LeaderAndIsr and UpdateMetadata).
+    endpoints: RwLock<HashMap<BrokerId, String>>,
+    /// The ISR writer's inbox (ZooKeeper is at the edge); unset in tests without ZooKeeper.
+    isr_writer: Mutex<Option<mpsc::UnboundedSender<IsrProposal>>>,
+    /// High watermarks from `replication-offset-checkpoint`, until their partitions are hosted.
+    checkpointed_hws: Mutex<HashMap<TopicPartition, i64>>,
+    /// Test seam: LeaderAndIsr requests are answered but not applied (a lost request).
+    drop_leader_and_isr: AtomicBool,
 }
 
 /// Counts a fetch as delayed while it lives.
@@ -55,18 +86,39 @@ impl Drop for DelayedFetchGuard<'_> {
     }
 }
 
+/// Leader-side replication health, for the ReplicaManager gauges.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplicationCounts {
+    pub partitions: usize,
+    pub leaders: usize,
+    pub under_replicated: usize,
+    pub under_min_isr: usize,
+    pub at_min_isr: usize,
+    pub offline: usize,
+}
+
 impl ReplicaManager {
-    pub fn new(local: BrokerId, log_manager: Arc<LogManager>, min_insync_replicas: i32) -> Self {
+    pub fn new(local: BrokerId, log_manager: Arc<LogManager>, config: ReplicaConfig) -> Self {
         let (changes, _) = watch::channel(0);
+        let checkpointed_hws = log_manager.read_high_watermark_checkpoints();
+        let fetcher_config = FetcherConfig {
+            local,
+            ..config.fetcher.clone()
+        };
         ReplicaManager {
             local,
             log_manager,
             partitions: RwLock::new(HashMap::new()),
             controller_epoch: AtomicI32::new(-1),
             broker_epoch: AtomicI64::new(-1),
-            min_insync_replicas,
+            config,
             changes,
             delayed_fetches: std::sync::atomic::AtomicUsize::new(0),
+            fetchers: FetcherManager::new(fetcher_config),
+            endpoints: RwLock::new(HashMap::new()),
+            isr_writer: Mutex::new(None),
+            checkpointed_hws: Mutex::new(checkpointed_hws),
+            drop_leader_and_isr: AtomicBool::new(false),
         }
     }
 
@@ -75,7 +127,11 @@ impl ReplicaManager {
     }
 
     pub fn min_insync_replicas(&self) -> i32 {
-        self.min_insync_replicas
+        self.config.min_insync_replicas
+    }
+
+    pub fn replica_lag_time_max_ms(&self) -> i64 {
+        self.config.replica_lag_time_max_ms
     }
 
     pub fn set_broker_epoch(&self, epoch: i64) {
@@ -86,12 +142,36 @@ impl ReplicaManager {
         self.controller_epoch.load(Ordering::SeqCst)
     }
 
+    /// Connects the ISR writer (see [`super::isr_writer`]).
+    pub fn set_isr_writer(&self, tx: mpsc::UnboundedSender<IsrProposal>) {
+        *self.isr_writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+    }
+
+    /// Test seam: while set, LeaderAndIsr requests are acknowledged without being applied.
+    pub fn set_drop_leader_and_isr(&self, drop: bool) {
+        self.drop_leader_and_isr.store(drop, Ordering::SeqCst);
+    }
+
+    pub fn fetchers(&self) -> &FetcherManager {
+        &self.fetchers
+    }
+
     pub fn partition(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
         self.partitions
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(tp)
             .cloned()
+    }
+
+    /// Every hosted partition.
+    pub fn all_partitions(&self) -> Vec<Arc<Partition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// The partition with `topic_id` and index, for Fetch v13+.
@@ -104,14 +184,20 @@ impl ReplicaManager {
             .cloned()
     }
 
-    /// Every hosted partition's high watermark (for checkpoints and retention).
+    /// Every hosted partition's high watermark (for checkpoints and retention), plus the
+    /// checkpointed ones of logs not hosted again yet, so a checkpoint never forgets them.
     pub fn high_watermarks(&self) -> BTreeMap<TopicPartition, i64> {
-        self.partitions
-            .read()
+        let mut hws: BTreeMap<TopicPartition, i64> = self
+            .checkpointed_hws
+            .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .map(|(tp, p)| (tp.clone(), p.high_watermark()))
-            .collect()
+            .map(|(tp, hw)| (tp.clone(), *hw))
+            .collect();
+        for (tp, p) in self.partitions.read().unwrap_or_else(|p| p.into_inner()).iter() {
+            hws.insert(tp.clone(), p.high_watermark());
+        }
+        hws
     }
 
     /// Something changed: wake waiting fetches and produces.
@@ -132,6 +218,20 @@ impl ReplicaManager {
 
     pub fn subscribe_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// Remembers where brokers' inter-broker listeners are (`host:port`).
+    pub fn update_endpoints(&self, endpoints: impl IntoIterator<Item = (BrokerId, String)>) {
+        let mut known = self.endpoints.write().unwrap_or_else(|p| p.into_inner());
+        known.extend(endpoints);
+    }
+
+    fn endpoint(&self, broker: BrokerId) -> Option<String> {
+        self.endpoints
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&broker)
+            .cloned()
     }
 
     /// UpdateMetadata's check: refuses an older controller, remembers a newer one (Kafka's
@@ -161,14 +261,20 @@ impl ReplicaManager {
     }
 
     /// Applies LeaderAndIsr: `Err(code)` for the whole request, else an error code per
-    /// partition (Kafka's becomeLeaderOrFollower).
+    /// partition (Kafka's becomeLeaderOrFollower). `live_leaders` are the leaders' addresses.
     pub fn become_leader_or_follower(
         &self,
         epochs: ControllerRequestEpochs,
         partitions: Vec<LeaderAndIsrPartition>,
+        live_leaders: Vec<(BrokerId, String)>,
         now_ms: i64,
     ) -> Result<Vec<(TopicPartition, uuid::Uuid, i16)>, i16> {
         self.check_epochs(epochs)?;
+        if self.drop_leader_and_isr.load(Ordering::SeqCst) {
+            tracing::warn!(partitions = partitions.len(), "test seam: LeaderAndIsr dropped");
+            return Ok(partitions.into_iter().map(|p| (p.tp, p.topic_id, ec::NONE)).collect());
+        }
+        self.update_endpoints(live_leaders);
         let mut results = Vec::with_capacity(partitions.len());
         for p in partitions {
             let code = self.apply_partition(&p, now_ms);
@@ -182,44 +288,193 @@ impl ReplicaManager {
         if !p.state.replicas.contains(&self.local) {
             return ec::UNKNOWN_TOPIC_OR_PARTITION;
         }
-        if let Some(existing) = self.partition(&p.tp) {
-            // A replica whose log dir failed answers KAFKA_STORAGE_ERROR so the controller moves
-            // leadership elsewhere (Kafka's becomeLeaderOrFollower checks this first).
-            let root = crate::log::log_manager::lock(&existing.log()).root().to_path_buf();
-            if self.log_manager.failures().is_offline(&root) {
-                return ec::KAFKA_STORAGE_ERROR;
+        let min_isr = self.config.min_insync_replicas;
+        let partition = match self.partition(&p.tp) {
+            Some(existing) => {
+                // A replica whose log dir failed answers KAFKA_STORAGE_ERROR so the controller
+                // moves leadership elsewhere (Kafka's becomeLeaderOrFollower checks this first).
+                if self.is_offline(&existing) {
+                    return ec::KAFKA_STORAGE_ERROR;
+                }
+                if !existing.topic_id.is_nil() && !p.topic_id.is_nil() && existing.topic_id != p.topic_id {
+                    return ec::INCONSISTENT_TOPIC_ID;
+                }
+                // Only a newer leader epoch changes anything; the same or an older one is stale.
+                if p.state.leader_epoch <= existing.leader_epoch() {
+                    return ec::STALE_CONTROLLER_EPOCH;
+                }
+                if let Err(e) = existing.apply(p.state.clone(), min_isr, now_ms) {
+                    return e.error_code();
+                }
+                existing
             }
-            if !existing.topic_id.is_nil() && !p.topic_id.is_nil() && existing.topic_id != p.topic_id {
-                return ec::INCONSISTENT_TOPIC_ID;
+            None => {
+                let log = match self.log_manager.get_or_create_log(&p.tp, now_ms) {
+                    Ok(log) => log,
+                    Err(e) => return e.error_code(),
+                };
+                let hw = self
+                    .checkpointed_hws
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&p.tp)
+                    .unwrap_or(0);
+                let partition = Arc::new(Partition::new(
+                    p.tp.clone(),
+                    p.topic_id,
+                    self.local,
+                    p.state.clone(),
+                    log,
+                    hw,
+                ));
+                if let Err(e) = partition.apply(p.state.clone(), min_isr, now_ms) {
+                    return e.error_code();
+                }
+                self.partitions
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(p.tp.clone(), partition.clone());
+                partition
             }
-            // Only a newer leader epoch changes anything; the same or an older one is stale.
-            if p.state.leader_epoch <= existing.leader_epoch() {
-                return ec::STALE_CONTROLLER_EPOCH;
-            }
-            return match existing.apply(p.state.clone(), self.min_insync_replicas) {
-                Ok(()) => ec::NONE,
-                Err(e) => e.error_code(),
-            };
-        }
-        let log = match self.log_manager.get_or_create_log(&p.tp, now_ms) {
-            Ok(log) => log,
-            Err(e) => return e.error_code(),
         };
-        let partition = Arc::new(Partition::new(
-            p.tp.clone(),
-            p.topic_id,
-            self.local,
-            p.state.clone(),
-            log,
-        ));
-        if let Err(e) = partition.apply(p.state.clone(), self.min_insync_replicas) {
-            return e.error_code();
-        }
-        self.partitions
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(p.tp.clone(), partition);
+        self.start_or_stop_fetching(&partition, &p.state);
         ec::NONE
+    }
+
+    /// Leaders (and leaderless partitions) do not fetch; followers fetch from their leader.
+    fn start_or_stop_fetching(&self, partition: &Arc<Partition>, state: &PartitionState) {
+        if state.leader == self.local || state.leader.0 < 0 {
+            self.fetchers.remove(std::slice::from_ref(&partition.tp));
+            return;
+        }
+        match self.endpoint(state.leader) {
+            Some(addr) => self
+                .fetchers
+                .add(partition.clone(), state.leader, addr, state.leader_epoch),
+            None => {
+                tracing::warn!(partition = %partition.tp, leader = %state.leader, "leader's address unknown; not fetching yet");
+                self.fetchers.remove(std::slice::from_ref(&partition.tp));
+            }
+        }
+    }
+
+    fn is_offline(&self, partition: &Partition) -> bool {
+        let root = lock(&partition.log()).root().to_path_buf();
+        self.log_manager.failures().is_offline(&root)
+    }
+
+    /// The safety net: a state znode of a hosted partition holds a newer leader epoch than we
+    /// know (the LeaderAndIsr was lost or is late). Applies it with the replicas we know.
+    pub fn apply_stored_state(&self, tp: &TopicPartition, stored: &StoredState, now_ms: i64) -> bool {
+        let Some(existing) = self.partition(tp) else {
+            return false;
+        };
+        let current = existing.state();
+        if stored.leader_epoch <= current.leader_epoch || self.is_offline(&existing) {
+            return false;
+        }
+        tracing::info!(
+            partition = %tp,
+            leader = %stored.leader,
+            leader_epoch = stored.leader_epoch,
+            "applying a newer leader epoch found in ZooKeeper"
+        );
+        let state = PartitionState {
+            controller_epoch: stored.controller_epoch,
+            leader: stored.leader,
+            leader_epoch: stored.leader_epoch,
+            isr: stored.isr.clone(),
+            partition_epoch: stored.zk_version,
+            replicas: current.replicas,
+        };
+        if let Err(e) = existing.apply(state.clone(), self.config.min_insync_replicas, now_ms) {
+            tracing::error!(partition = %tp, error = %e, "cannot apply the stored state");
+            return false;
+        }
+        self.start_or_stop_fetching(&existing, &state);
+        self.notify_change();
+        true
+    }
+
+    /// Hands an ISR change to the writer; without one (no ZooKeeper) it fails at once.
+    pub fn submit_isr_change(&self, proposal: IsrProposal) {
+        let sent = match &*self.isr_writer.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(tx) => tx.send(proposal.clone()).is_ok(),
+            None => false,
+        };
+        if !sent {
+            self.complete_isr_change(&proposal, IsrWriteOutcome::Failed, crate::clock::now_ms());
+        }
+    }
+
+    /// The writer's answer for `proposal`.
+    pub fn complete_isr_change(&self, proposal: &IsrProposal, outcome: IsrWriteOutcome, now_ms: i64) {
+        let Some(partition) = self.partition(&proposal.tp) else {
+            return;
+        };
+        if let Some(newer) = partition.complete_isr_update(proposal, outcome, self.config.min_insync_replicas) {
+            self.apply_stored_state(&proposal.tp, &newer, now_ms);
+        }
+        // The HW may have moved with the new ISR.
+        self.notify_change();
+    }
+
+    /// Kafka's `isr-expiration` task: shrinks the ISR of every led partition whose followers
+    /// have not caught up within `replica.lag.time.max.ms`.
+    pub fn maybe_shrink_isrs(&self, now_ms: i64) {
+        for partition in self.all_partitions() {
+            if let Some(p) = partition.maybe_shrink_isr(now_ms, self.config.replica_lag_time_max_ms) {
+                self.submit_isr_change(p);
+            }
+        }
+    }
+
+    /// A log dir failed: its partitions stop fetching and stay hosted but offline (requests get
+    /// KAFKA_STORAGE_ERROR from their logs; LeaderAndIsr answers it).
+    pub fn handle_dir_failure(&self, dir: &Path) -> Vec<TopicPartition> {
+        let gone: Vec<TopicPartition> = self
+            .all_partitions()
+            .into_iter()
+            .filter(|p| lock(&p.log()).root() == dir)
+            .map(|p| p.tp.clone())
+            .collect();
+        self.fetchers.remove(&gone);
+        self.notify_change();
+        gone
+    }
+
+    /// Counts for the ReplicaManager gauges.
+    pub fn replication_counts(&self) -> ReplicationCounts {
+        let mut c = ReplicationCounts::default();
+        for p in self.all_partitions() {
+            c.partitions += 1;
+            if self.is_offline(&p) {
+                c.offline += 1;
+                continue;
+            }
+            let (leader, isr, rf, min) = p.replication_status(self.config.min_insync_replicas);
+            if !leader {
+                continue;
+            }
+            c.leaders += 1;
+            c.under_replicated += usize::from(isr < rf);
+            c.under_min_isr += usize::from(isr < min);
+            c.at_min_isr += usize::from(isr == min);
+        }
+        c
+    }
+
+    /// Publishes the ReplicaManager gauges with the JMX exporter's names.
+    pub fn publish_metrics(&self) {
+        let c = self.replication_counts();
+        metrics::gauge!("kafka_server_replicamanager_partitioncount").set(c.partitions as f64);
+        metrics::gauge!("kafka_server_replicamanager_leadercount").set(c.leaders as f64);
+        metrics::gauge!("kafka_server_replicamanager_underreplicatedpartitions").set(c.under_replicated as f64);
+        metrics::gauge!("kafka_server_replicamanager_underminisrpartitioncount").set(c.under_min_isr as f64);
+        metrics::gauge!("kafka_server_replicamanager_atminisrpartitioncount").set(c.at_min_isr as f64);
+        metrics::gauge!("kafka_server_replicamanager_offlinereplicacount").set(c.offline as f64);
+        metrics::gauge!("kafka_server_replicafetchermanager_maxlag", "clientid" => "Replica")
+            .set(self.fetchers.max_lag() as f64);
     }
 
     /// Applies StopReplica: forgets the partitions (deleting their logs when asked).
@@ -229,10 +484,16 @@ impl ReplicaManager {
         partitions: Vec<(TopicPartition, bool)>,
     ) -> Result<Vec<(TopicPartition, i16)>, i16> {
         self.check_epochs(epochs)?;
+        let tps: Vec<TopicPartition> = partitions.iter().map(|(tp, _)| tp.clone()).collect();
+        self.fetchers.remove(&tps);
         let mut results = Vec::with_capacity(partitions.len());
         for (tp, delete) in partitions {
             self.partitions.write().unwrap_or_else(|p| p.into_inner()).remove(&tp);
             let code = if delete {
+                self.checkpointed_hws
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&tp);
                 match self.log_manager.delete_log(&tp) {
                     Ok(()) => ec::NONE,
                     Err(e) => e.error_code(),
@@ -244,5 +505,23 @@ impl ReplicaManager {
         }
         self.notify_change();
         Ok(results)
+    }
+
+    /// Stops every fetcher (broker shutdown).
+    pub fn shutdown(&self) {
+        self.fetchers.shutdown();
+    }
+}
+
+/// Kafka's leader-side counters for ISR changes.
+pub fn count_isr_change(expand: bool, outcome: &IsrWriteOutcome) {
+    match (outcome, expand) {
+        (IsrWriteOutcome::Written { .. }, true) => {
+            metrics::counter!("kafka_server_replicamanager_isrexpands_total").increment(1)
+        }
+        (IsrWriteOutcome::Written { .. }, false) => {
+            metrics::counter!("kafka_server_replicamanager_isrshrinks_total").increment(1)
+        }
+        _ => metrics::counter!("kafka_server_replicamanager_failedisrupdates_total").increment(1),
     }
 }

@@ -105,11 +105,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     let bound = listeners::bind(config.listeners()).await?;
     let endpoints = listeners::advertised(config.advertised_listeners(), &bound);
 
-    let replica_manager = Arc::new(ReplicaManager::new(
-        id,
-        log_manager.clone(),
-        config.min_insync_replicas().max(1),
-    ));
+    let replica_manager = Arc::new(ReplicaManager::new(id, log_manager.clone(), replica_config(config)));
     let metadata_cache = Arc::new(MetadataCache::default());
     let apis = Arc::new(KafkaApis {
         broker_id: id,
@@ -122,6 +118,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
             num_partitions: config.num_partitions(),
             default_replication_factor: config.default_replication_factor(),
             delete_topic_enable: config.get_bool("delete.topic.enable").unwrap_or(true),
+            inter_broker_listener: config.inter_broker_listener_name().to_string(),
         },
         controller: std::sync::OnceLock::new(),
     });
@@ -169,7 +166,43 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         apis.clone(),
         network_config(config),
     );
+    // Replication: leaders' ISR writes, the state-znode safety net, the ISR expiry check.
+    let (isr_tx, isr_rx) = mpsc::unbounded_channel();
+    replica_manager.set_isr_writer(isr_tx);
+    tasks.push(tokio::spawn(crate::replica::isr_writer::run(
+        replica_manager.clone(),
+        session.clone(),
+        isr_rx,
+        Default::default(),
+        stop_rx.clone(),
+    )));
+    // Its own session: ZooKeeper keeps one watch mode per path and session, and the
+    // controller's child watch on /brokers/topics must not become recursive.
+    let watch_session = ZkSession::connect(
+        &ConnectString::parse(config.zookeeper_connect())?,
+        config.zookeeper_session_timeout(),
+        config.zookeeper_connection_timeout(),
+    )
+    .await
+    .map_err(KafkaZkError::from)?;
+    tasks.push(tokio::spawn(crate::replica::state_watch::run(
+        replica_manager.clone(),
+        watch_session.clone(),
+        stop_rx.clone(),
+    )));
+    let rm = replica_manager.clone();
+    let every = Duration::from_millis((replica_manager.replica_lag_time_max_ms() / 2).max(1) as u64);
+    tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
+        rm.maybe_shrink_isrs(now_ms())
+    })));
+    let rm = replica_manager.clone();
+    tasks.push(tokio::spawn(run_periodically(
+        Duration::from_secs(2),
+        stop_rx.clone(),
+        move || rm.publish_metrics(),
+    )));
     tasks.push(tokio::spawn(watch_log_dirs(
+        replica_manager.clone(),
         log_manager.clone(),
         zk.clone(),
         id,
@@ -226,6 +259,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         metadata_cache,
         apis,
         server: Some(server),
+        watch_session,
         controller,
         shutdown_config: ControlledShutdownConfig {
             enable: config.get_bool("controlled.shutdown.enable").unwrap_or(true),
@@ -323,6 +357,7 @@ fn ms(config: &KafkaConfig, key: &str, default: i64) -> Duration {
 /// Consumes log-dir failures: drops the dir's logs, tells the controller through
 /// `/log_dir_event_notification`, and stops the broker only when no dir is left (as Kafka).
 async fn watch_log_dirs(
+    replica_manager: Arc<ReplicaManager>,
     manager: Arc<LogManager>,
     zk: KafkaZkClient<ZkSession>,
     id: BrokerId,
@@ -341,6 +376,7 @@ async fn watch_log_dirs(
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         };
         let partitions = manager.handle_dir_failure(&failure.dir);
+        replica_manager.handle_dir_failure(&failure.dir);
         tracing::error!(dir = %failure.dir.display(), partitions = partitions.len(), reason = %failure.reason, "log dir offline");
         match zk.create_log_dir_event_notification(id).await {
             Ok(path) => tracing::info!(%path, "log dir failure notified to the controller"),
@@ -355,6 +391,27 @@ async fn watch_log_dirs(
             let _ = fatal.send(BrokerError::NoLiveLogDirs { offline }).await;
             return;
         }
+    }
+}
+
+/// Replication settings from the broker config (Kafka's names and defaults).
+fn replica_config(config: &KafkaConfig) -> crate::replica::ReplicaConfig {
+    use crate::replica::fetcher::FetcherConfig;
+    let d = FetcherConfig::default();
+    let int = |k: &str, default: i32| config.get_i32(k).unwrap_or(default);
+    crate::replica::ReplicaConfig {
+        min_insync_replicas: config.min_insync_replicas().max(1),
+        replica_lag_time_max_ms: config.get_i64("replica.lag.time.max.ms").unwrap_or(30_000).max(1),
+        fetcher: FetcherConfig {
+            local: BrokerId(config.broker_id()),
+            num_fetchers: int("num.replica.fetchers", 1).max(1) as usize,
+            max_wait_ms: int("replica.fetch.wait.max.ms", d.max_wait_ms).max(0),
+            min_bytes: int("replica.fetch.min.bytes", d.min_bytes).max(1),
+            partition_max_bytes: int("replica.fetch.max.bytes", d.partition_max_bytes).max(1),
+            response_max_bytes: int("replica.fetch.response.max.bytes", d.response_max_bytes).max(1),
+            backoff: Duration::from_millis(int("replica.fetch.backoff.ms", 1000).max(0) as u64),
+            socket_timeout: Duration::from_millis(int("replica.socket.timeout.ms", 30_000).max(1) as u64),
+        },
     }
 }
 
@@ -404,6 +461,8 @@ pub struct BrokerHandle {
     metadata_cache: Arc<MetadataCache>,
     apis: Arc<KafkaApis>,
     server: Option<SocketServer>,
+    /// The session of the state-znode watch (closed with the broker).
+    watch_session: ZkSession,
     controller: ControllerHandle,
     shutdown_config: ControlledShutdownConfig,
 }
@@ -476,6 +535,7 @@ impl BrokerHandle {
             server.shutdown().await;
         }
         self.stop.send_replace(true);
+        self.replica_manager.shutdown();
         for task in self.tasks {
             let _ = task.await;
         }
@@ -496,6 +556,7 @@ impl BrokerHandle {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot write the clean-shutdown marker");
             }
         }
+        self.watch_session.close().await;
         self.zk.store().close().await;
         tracing::info!("[KafkaServer id={}] shut down completed", self.id);
         Ok(())

@@ -60,9 +60,14 @@ pub(super) fn leader_and_isr(
             },
         });
     }
+    let live_leaders = request
+        .live_leaders
+        .iter()
+        .map(|l| (BrokerId(l.broker_id.0), format!("{}:{}", l.host_name, l.port)))
+        .collect();
     let results = match apis
         .replica_manager
-        .become_leader_or_follower(epochs, partitions, now_ms())
+        .become_leader_or_follower(epochs, partitions, live_leaders, now_ms())
     {
         Ok(r) => r,
         Err(code) => return LeaderAndIsrResponse::default().with_error_code(code),
@@ -102,7 +107,7 @@ pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) 
     if let Err(code) = apis.replica_manager.observe_controller_epoch(request.controller_epoch) {
         return UpdateMetadataResponse::default().with_error_code(code);
     }
-    let brokers = request
+    let brokers: Vec<LiveBroker> = request
         .live_brokers
         .into_iter()
         .map(|b| LiveBroker {
@@ -128,6 +133,15 @@ pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) 
         .ungrouped_partition_states
         .into_iter()
         .map(|p| (uuid::Uuid::nil(), p.topic_name.0.to_string(), p));
+    let listener = &apis.config.inter_broker_listener;
+    apis.replica_manager.update_endpoints(brokers.iter().filter_map(|b| {
+        let e = b
+            .endpoints
+            .iter()
+            .find(|e| &e.listener == listener)
+            .or(b.endpoints.first())?;
+        Some((b.id, format!("{}:{}", e.host, e.port)))
+    }));
     let partitions = ungrouped
         .chain(grouped)
         .map(|(id, topic, p)| {

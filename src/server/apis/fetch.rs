@@ -21,6 +21,7 @@ struct Wanted {
     fetch_offset: i64,
     max_bytes: usize,
     current_leader_epoch: i32,
+    last_fetched_epoch: i32,
 }
 
 pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: FetchRequest) -> FetchResponse {
@@ -65,6 +66,7 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
                 fetch_offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
                 current_leader_epoch: p.current_leader_epoch,
+                last_fetched_epoch: if version >= 12 { p.last_fetched_epoch } else { -1 },
             });
         }
         topics.push(response);
@@ -93,7 +95,10 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
             results.push((w.topic_index, data));
         }
         let waited_out = tokio::time::Instant::now() >= deadline;
-        if total >= min_bytes.max(1) || errors || waited_out || wanted.is_empty() {
+        let diverging = results
+            .iter()
+            .any(|(_, d)| d.diverging_epoch.epoch >= 0 || d.diverging_epoch.end_offset >= 0);
+        if total >= min_bytes.max(1) || errors || diverging || waited_out || wanted.is_empty() {
             if replica.is_some() {
                 rm.notify_change(); // a follower's fetch may have moved the HW
             }
@@ -140,13 +145,31 @@ fn read_partition(
     }
     // At least one whole batch comes back even when it exceeds the limits (KIP-74).
     let limit = w.max_bytes.min(budget);
-    match partition.read(
-        w.fetch_offset,
-        limit,
-        replica,
-        apis.replica_manager.min_insync_replicas(),
-    ) {
+    let rm = &apis.replica_manager;
+    let read = match replica {
+        Some(id) => partition
+            .read_for_follower(
+                id,
+                w.fetch_offset,
+                w.last_fetched_epoch,
+                limit,
+                rm.min_insync_replicas(),
+                super::now_ms(),
+            )
+            .map(|(read, proposal)| {
+                if let Some(p) = proposal {
+                    rm.submit_isr_change(p);
+                }
+                read
+            }),
+        None => partition.read(w.fetch_offset, limit),
+    };
+    match read {
         Ok(read) => {
+            if let Some((epoch, end_offset)) = read.diverging_epoch {
+                data.diverging_epoch.epoch = epoch;
+                data.diverging_epoch.end_offset = end_offset;
+            }
             data.high_watermark = read.high_watermark;
             data.last_stable_offset = read.high_watermark;
             if version >= 5 {

@@ -10,6 +10,7 @@ mod elect_leaders;
 mod fetch;
 mod list_offsets;
 mod metadata;
+mod offset_for_leader_epoch;
 mod produce;
 
 use std::sync::Arc;
@@ -31,6 +32,8 @@ pub struct ApiConfig {
     pub num_partitions: i32,
     pub default_replication_factor: i16,
     pub delete_topic_enable: bool,
+    /// The listener other brokers are reached on (followers fetch there).
+    pub inter_broker_listener: String,
 }
 
 /// The broker's request handlers.
@@ -51,6 +54,9 @@ impl RequestHandler for KafkaApis {
         match request {
             RequestKind::Produce(r) => produce::handle(self, &ctx, r).await.map(ResponseKind::Produce),
             RequestKind::Fetch(r) => Some(ResponseKind::Fetch(fetch::handle(self, &ctx, r).await)),
+            RequestKind::OffsetForLeaderEpoch(r) => Some(ResponseKind::OffsetForLeaderEpoch(
+                offset_for_leader_epoch::handle(self, r),
+            )),
             RequestKind::ListOffsets(r) => Some(ResponseKind::ListOffsets(list_offsets::handle(self, &ctx, r))),
             RequestKind::Metadata(r) => Some(ResponseKind::Metadata(metadata::handle(self, &ctx, r).await)),
             RequestKind::LeaderAndIsr(r) => Some(ResponseKind::LeaderAndIsr(controller_requests::leader_and_isr(

@@ -37,13 +37,19 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Prod
                         // The network buffer becomes the append buffer: offsets are written in place.
                         let mut bytes = Vec::from(records);
                         match partition.append_as_leader(&mut bytes, acks, min_isr, now_ms()) {
-                            Ok(info) => {
+                            Ok((info, leader_epoch)) => {
                                 resp.base_offset = info.first_offset;
                                 if ctx.api_version >= 2 {
                                     resp.log_append_time_ms = info.log_append_time;
                                 }
                                 if acks == -1 {
-                                    waits.push((topics.len(), responses.len(), partition, info.last_offset + 1));
+                                    waits.push((
+                                        topics.len(),
+                                        responses.len(),
+                                        partition,
+                                        info.last_offset + 1,
+                                        leader_epoch,
+                                    ));
                                 }
                                 ec::NONE
                             }
@@ -70,26 +76,26 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Prod
         let mut changes = rm.subscribe_changes();
         loop {
             let mut pending = false;
-            for (t, p, partition, offset) in &waits {
+            for (t, p, partition, offset, epoch) in &waits {
                 if topics[*t].partition_responses[*p].error_code != ec::NONE {
                     continue;
                 }
-                match partition.check_produce_completion(*offset, min_isr) {
+                match partition.check_produce_completion(*offset, *epoch, min_isr) {
                     Some(ec::NONE) => {}
                     Some(code) => topics[*t].partition_responses[*p].error_code = code,
                     None => pending = true,
                 }
             }
             // Completed ones are marked done by clearing them from the wait list.
-            waits.retain(|(t, p, partition, offset)| {
+            waits.retain(|(t, p, partition, offset, epoch)| {
                 topics[*t].partition_responses[*p].error_code == ec::NONE
-                    && partition.check_produce_completion(*offset, min_isr).is_none()
+                    && partition.check_produce_completion(*offset, *epoch, min_isr).is_none()
             });
             if !pending || waits.is_empty() {
                 break;
             }
             if tokio::time::timeout_at(deadline, changes.changed()).await.is_err() {
-                for (t, p, _, _) in &waits {
+                for (t, p, _, _, _) in &waits {
                     topics[*t].partition_responses[*p].error_code = ec::REQUEST_TIMED_OUT;
                 }
                 break;

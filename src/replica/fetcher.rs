@@ -1,0 +1,465 @@
+//! Follower fetching (Kafka's `ReplicaFetcherManager` / `ReplicaFetcherThread`): per source
+//! broker, `num.replica.fetchers` tasks, each owning the partitions that hash to it (Kafka's
+//! `abs(31 * topic.hashCode + partition) % n`). A task sends one Fetch (v12, with its replica id
+//! and each partition's last fetched epoch) at a time to the leader, appends what comes back
+//! keeping the leader's offsets and epochs, truncates where the leader reports a diverging
+//! epoch, resets on OFFSET_OUT_OF_RANGE via ListOffsets, and backs a partition off for
+//! `replica.fetch.backoff.ms` on other errors. Leadership changes reach it through
+//! [`FetcherManager::add`] / [`FetcherManager::remove`]; every append is checked against the
+//! leader epoch the partition was added with, so a late response never lands after a change.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{BrokerId as KpBrokerId, FetchRequest, ListOffsetsRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::partition::{FollowerError, Partition};
+use crate::client::{BrokerConnection, ConnectionConfig};
+use crate::clock::now_ms;
+use crate::protocol::error_codes as ec;
+use crate::types::{BrokerId, TopicPartition};
+
+/// Follower fetch settings (Kafka's `replica.fetch.*`).
+#[derive(Debug, Clone)]
+pub struct FetcherConfig {
+    pub local: BrokerId,
+    pub num_fetchers: usize,
+    pub max_wait_ms: i32,
+    pub min_bytes: i32,
+    pub partition_max_bytes: i32,
+    pub response_max_bytes: i32,
+    pub backoff: Duration,
+    pub socket_timeout: Duration,
+}
+
+impl Default for FetcherConfig {
+    fn default() -> Self {
+        FetcherConfig {
+            local: BrokerId(-1),
+            num_fetchers: 1,
+            max_wait_ms: 500,
+            min_bytes: 1,
+            partition_max_bytes: 1024 * 1024,
+            response_max_bytes: 10 * 1024 * 1024,
+            backoff: Duration::from_millis(1000),
+            socket_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A partition a fetcher task replicates.
+#[derive(Debug)]
+struct Fetching {
+    partition: Arc<Partition>,
+    leader_epoch: i32,
+    retry_at: Option<Instant>,
+}
+
+/// Where one partition's fetch starts.
+#[derive(Debug)]
+struct Position {
+    tp: TopicPartition,
+    partition: Arc<Partition>,
+    leader_epoch: i32,
+    leo: i64,
+    last_epoch: i32,
+    log_start: i64,
+}
+
+#[derive(Debug, Default)]
+struct TaskShared {
+    partitions: Mutex<HashMap<TopicPartition, Fetching>>,
+    wake: Notify,
+    /// Largest (leader HW − our LEO) seen in the last response.
+    max_lag: AtomicI64,
+}
+
+impl TaskShared {
+    fn partitions(&self) -> std::sync::MutexGuard<'_, HashMap<TopicPartition, Fetching>> {
+        self.partitions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[derive(Debug)]
+struct FetcherTask {
+    addr: String,
+    shared: Arc<TaskShared>,
+    handle: JoinHandle<()>,
+}
+
+/// Every follower fetch task of this broker.
+#[derive(Debug)]
+pub struct FetcherManager {
+    config: FetcherConfig,
+    tasks: Mutex<HashMap<(BrokerId, usize), FetcherTask>>,
+}
+
+/// Java's `String.hashCode`, for Kafka's partition-to-fetcher rule.
+fn java_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+}
+
+/// Which of `n` fetcher tasks replicates `tp`.
+pub fn fetcher_index(tp: &TopicPartition, n: usize) -> usize {
+    let h = java_hash(&tp.topic).wrapping_mul(31).wrapping_add(tp.partition);
+    (h.unsigned_abs() as usize) % n.max(1)
+}
+
+impl FetcherManager {
+    pub fn new(config: FetcherConfig) -> Self {
+        FetcherManager {
+            config,
+            tasks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn tasks(&self) -> std::sync::MutexGuard<'_, HashMap<(BrokerId, usize), FetcherTask>> {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts (or moves) fetching `partition` from `leader` at `addr` in `leader_epoch`.
+    pub fn add(&self, partition: Arc<Partition>, leader: BrokerId, addr: String, leader_epoch: i32) {
+        let tp = partition.tp.clone();
+        self.remove(std::slice::from_ref(&tp));
+        let key = (leader, fetcher_index(&tp, self.config.num_fetchers));
+        let mut tasks = self.tasks();
+        if tasks.get(&key).is_some_and(|t| t.addr != addr) {
+            // The leader moved to another address (a restart on a new port): start over.
+            if let Some(old) = tasks.remove(&key) {
+                old.handle.abort();
+            }
+        }
+        let task = tasks.entry(key).or_insert_with(|| {
+            let shared = Arc::new(TaskShared::default());
+            let handle = tokio::spawn(run_task(self.config.clone(), leader, addr.clone(), shared.clone()));
+            tracing::info!(leader = %leader, %addr, index = key.1, "started replica fetcher");
+            FetcherTask { addr, shared, handle }
+        });
+        task.shared.partitions().insert(
+            tp,
+            Fetching {
+                partition,
+                leader_epoch,
+                retry_at: None,
+            },
+        );
+        task.shared.wake.notify_one();
+    }
+
+    /// Stops fetching these partitions; tasks left without partitions end.
+    pub fn remove(&self, tps: &[TopicPartition]) {
+        let mut tasks = self.tasks();
+        for task in tasks.values() {
+            let mut parts = task.shared.partitions();
+            for tp in tps {
+                parts.remove(tp);
+            }
+        }
+        tasks.retain(|_, t| {
+            let idle = t.shared.partitions().is_empty();
+            if idle {
+                t.handle.abort();
+            }
+            !idle
+        });
+    }
+
+    /// Partitions currently being fetched.
+    pub fn fetching(&self) -> Vec<TopicPartition> {
+        self.tasks()
+            .values()
+            .flat_map(|t| t.shared.partitions().keys().cloned().collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// Kafka's `ReplicaFetcherManager` MaxLag: the largest lag in messages over all tasks.
+    pub fn max_lag(&self) -> i64 {
+        self.tasks()
+            .values()
+            .map(|t| t.shared.max_lag.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0)
+    }
+
+    pub fn shutdown(&self) {
+        for (_, task) in self.tasks().drain() {
+            task.handle.abort();
+        }
+    }
+}
+
+/// One fetcher task's loop.
+async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared: Arc<TaskShared>) {
+    let conn_config = ConnectionConfig {
+        connect_timeout: config.socket_timeout.min(Duration::from_secs(10)),
+        request_timeout: config.socket_timeout,
+        ..ConnectionConfig::default()
+    };
+    let client_id = format!("broker-{}-fetcher-{}", config.local, leader);
+    let mut conn: Option<BrokerConnection> = None;
+    loop {
+        let now = Instant::now();
+        let ready: Vec<(TopicPartition, Arc<Partition>, i32)> = shared
+            .partitions()
+            .iter()
+            .filter(|(_, f)| f.retry_at.is_none_or(|t| t <= now))
+            .map(|(tp, f)| (tp.clone(), f.partition.clone(), f.leader_epoch))
+            .collect();
+        if ready.is_empty() {
+            let next = shared.partitions().values().filter_map(|f| f.retry_at).min();
+            match next {
+                Some(at) => {
+                    let _ = tokio::time::timeout_at(at, shared.wake.notified()).await;
+                }
+                None => shared.wake.notified().await,
+            }
+            continue;
+        }
+        let c = match &conn {
+            Some(c) if !c.is_closed() => c,
+            _ => match BrokerConnection::connect_with(addr.as_str(), &client_id, &conn_config).await {
+                Ok(c) => conn.insert(c),
+                Err(e) => {
+                    tracing::warn!(%leader, %addr, error = %e, "replica fetcher cannot reach the leader; backing off");
+                    tokio::time::sleep(config.backoff).await;
+                    continue;
+                }
+            },
+        };
+        let positions: Vec<Position> = ready
+            .into_iter()
+            .map(|(tp, partition, leader_epoch)| {
+                let (leo, last_epoch, log_start) = partition.fetch_position();
+                Position {
+                    tp,
+                    partition,
+                    leader_epoch,
+                    leo,
+                    last_epoch,
+                    log_start,
+                }
+            })
+            .collect();
+        let request = fetch_request(&config, &positions);
+        let response = match c.send(request, 12).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(%leader, %addr, error = %e, "replica fetch failed; backing off");
+                conn = None;
+                tokio::time::sleep(config.backoff).await;
+                continue;
+            }
+        };
+        if response.error_code != ec::NONE {
+            tracing::warn!(%leader, error_code = response.error_code, "replica fetch refused; backing off");
+            tokio::time::sleep(config.backoff).await;
+            continue;
+        }
+        let by_tp: HashMap<&TopicPartition, &Position> = positions.iter().map(|p| (&p.tp, p)).collect();
+        let mut max_lag = 0;
+        let mut delayed = Vec::new();
+        let mut out_of_range = Vec::new();
+        let mut failed = Vec::new();
+        for topic in response.responses {
+            let name = topic.topic.0.to_string();
+            for data in topic.partitions {
+                let tp = TopicPartition {
+                    topic: name.clone(),
+                    partition: data.partition_index,
+                };
+                let Some(Position {
+                    partition,
+                    leader_epoch: epoch,
+                    leo,
+                    ..
+                }) = by_tp.get(&tp).copied()
+                else {
+                    continue;
+                };
+                match data.error_code {
+                    ec::NONE => {}
+                    ec::OFFSET_OUT_OF_RANGE => {
+                        out_of_range.push((tp, partition.clone(), *epoch));
+                        continue;
+                    }
+                    code => {
+                        tracing::debug!(partition = %tp, error_code = code, "replica fetch partition error; backing off");
+                        delayed.push(tp);
+                        continue;
+                    }
+                }
+                let result = if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
+                    partition
+                        .truncate_on_divergence(*epoch, (data.diverging_epoch.epoch, data.diverging_epoch.end_offset))
+                        .map(|_| ())
+                } else {
+                    let records = data.records.unwrap_or_default();
+                    let whole = complete_batches(&records);
+                    partition
+                        .append_as_follower(*epoch, *leo, &records[..whole], data.high_watermark, now_ms())
+                        .map(|_| ())
+                };
+                match result {
+                    Ok(()) => max_lag = max_lag.max(data.high_watermark - partition.log_end_offset()),
+                    Err(FollowerError::NotFollowing) | Err(FollowerError::Moved) => {}
+                    Err(FollowerError::Log(e)) => {
+                        tracing::error!(partition = %tp, error = %e, "follower cannot write its log; stops fetching it");
+                        failed.push(tp);
+                    }
+                }
+            }
+        }
+        shared.max_lag.store(max_lag.max(0), Ordering::Relaxed);
+        for (tp, partition, epoch) in out_of_range {
+            match handle_out_of_range(c, &config, &tp, &partition, epoch).await {
+                Ok(()) => {}
+                Err(why) => {
+                    tracing::warn!(partition = %tp, %why, "cannot reset an out-of-range follower; backing off");
+                    delayed.push(tp);
+                }
+            }
+        }
+        let mut parts = shared.partitions();
+        let retry = Instant::now() + config.backoff;
+        for tp in delayed {
+            if let Some(f) = parts.get_mut(&tp) {
+                f.retry_at = Some(retry);
+            }
+        }
+        for tp in failed {
+            parts.remove(&tp);
+        }
+    }
+}
+
+fn fetch_request(config: &FetcherConfig, positions: &[Position]) -> FetchRequest {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for p in positions {
+        let tp = &p.tp;
+        let partition = FetchPartition::default()
+            .with_partition(tp.partition)
+            .with_current_leader_epoch(p.leader_epoch)
+            .with_fetch_offset(p.leo)
+            .with_last_fetched_epoch(p.last_epoch)
+            .with_log_start_offset(p.log_start)
+            .with_partition_max_bytes(config.partition_max_bytes);
+        match topics.iter_mut().find(|t| t.topic.0.as_str() == tp.topic) {
+            Some(t) => t.partitions.push(partition),
+            None => topics.push(
+                FetchTopic::default()
+                    .with_topic(TopicName(StrBytes::from_string(tp.topic.clone())))
+                    .with_partitions(vec![partition]),
+            ),
+        }
+    }
+    FetchRequest::default()
+        .with_replica_id(KpBrokerId(config.local.0))
+        .with_max_wait_ms(config.max_wait_ms)
+        .with_min_bytes(config.min_bytes)
+        .with_max_bytes(config.response_max_bytes)
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(topics)
+}
+
+/// Bytes of `records` made of whole batches (a leader may cut the last one short).
+fn complete_batches(records: &[u8]) -> usize {
+    let mut pos = 0;
+    while records.len() - pos >= 12 {
+        let len = i32::from_be_bytes([records[pos + 8], records[pos + 9], records[pos + 10], records[pos + 11]]);
+        let end = pos + 12 + len.max(0) as usize;
+        if len < 0 || end > records.len() {
+            break;
+        }
+        pos = end;
+    }
+    pos
+}
+
+/// Kafka's `fetchOffsetAndTruncate`: asks the leader for its LEO and log start (as a replica)
+/// and truncates or restarts the local log to fit.
+async fn handle_out_of_range(
+    conn: &BrokerConnection,
+    config: &FetcherConfig,
+    tp: &TopicPartition,
+    partition: &Partition,
+    epoch: i32,
+) -> Result<(), String> {
+    let leader_leo = list_offset(conn, config, tp, epoch, -1).await?;
+    let leader_start = list_offset(conn, config, tp, epoch, -2).await?;
+    match partition.reset_out_of_range(epoch, leader_leo, leader_start, now_ms()) {
+        Ok(()) | Err(FollowerError::NotFollowing) | Err(FollowerError::Moved) => Ok(()),
+        Err(FollowerError::Log(e)) => Err(e.to_string()),
+    }
+}
+
+async fn list_offset(
+    conn: &BrokerConnection,
+    config: &FetcherConfig,
+    tp: &TopicPartition,
+    epoch: i32,
+    timestamp: i64,
+) -> Result<i64, String> {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(KpBrokerId(config.local.0))
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(TopicName(StrBytes::from_string(tp.topic.clone())))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(tp.partition)
+                .with_current_leader_epoch(epoch)
+                .with_timestamp(timestamp)])]);
+    let response = conn.send(request, 4).await.map_err(|e| e.to_string())?;
+    let p = response
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .ok_or("empty ListOffsets response")?;
+    if p.error_code != ec::NONE {
+        return Err(format!("ListOffsets error {}", p.error_code));
+    }
+    Ok(p.offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_map_to_fetchers_as_kafka_does() {
+        // Java: "topic".hashCode() == 110546223; abs(31 * h + 0) % 3.
+        assert_eq!(java_hash("topic"), 110_546_223);
+        let tp = |p| TopicPartition {
+            topic: "topic".into(),
+            partition: p,
+        };
+        let expected = |p: i32| ((110_546_223i32.wrapping_mul(31).wrapping_add(p)).unsigned_abs() as usize) % 3;
+        for p in 0..6 {
+            assert_eq!(fetcher_index(&tp(p), 3), expected(p));
+        }
+        assert_eq!(fetcher_index(&tp(5), 1), 0);
+    }
+
+    #[test]
+    fn a_cut_short_last_batch_is_left_for_the_next_fetch() {
+        let mut records = Vec::new();
+        for len in [20i32, 30] {
+            records.extend_from_slice(&0i64.to_be_bytes());
+            records.extend_from_slice(&len.to_be_bytes());
+            records.extend(std::iter::repeat_n(0u8, len as usize));
+        }
+        let whole = records.len();
+        assert_eq!(complete_batches(&records), whole);
+        assert_eq!(complete_batches(&records[..whole - 1]), 32);
+        assert_eq!(complete_batches(&records[..5]), 0);
+        assert_eq!(complete_batches(&[]), 0);
+    }
+}
