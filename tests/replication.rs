@@ -1,0 +1,322 @@
+//! Replication against a real ZooKeeper and real broker processes (reliability.md R04–R07):
+//! acks=all with min.insync.replicas=2 loses nothing when the leader is killed or paused past
+//! its session, replicas end byte-identical (per-batch CRCs), a lagging follower leaves the ISR
+//! in ZooKeeper and comes back after catching up, and an ISR below the minimum refuses acks=all
+//! writes without appending.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::replicas::{batch_crcs, isr, leader, leader_log_end, log_end, produce_request, state, CONSUMER, PRODUCER};
+use common::wire::Wire;
+use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
+use kastle::zk::store::{CreateMode, ZkStore};
+use kastle::zk::ZkSession;
+
+const SESSION_MS: u64 = 3_000;
+
+fn spec(chroot: &str, id: i32, extra: &[(&str, &str)]) -> BrokerSpec {
+    extra.iter().fold(
+        BrokerSpec::new(id, &zookeeper().connect(chroot)).session_timeout_ms(SESSION_MS),
+        |s, (k, v)| s.with(k, v),
+    )
+}
+
+async fn all_registered(zk: &ZkSession, n: usize) {
+    wait_until(
+        Duration::from_secs(30),
+        "brokers registered and a controller",
+        || async {
+            zk.children("/brokers/ids").await.map(|c| c.len() == n).unwrap_or(false)
+                && zk.exists("/controller").await.ok().flatten().is_some()
+        },
+    )
+    .await;
+}
+
+async fn create_topic(zk: &ZkSession, topic: &str, replicas: &str) {
+    zk.create(
+        &format!("/brokers/topics/{topic}"),
+        format!(r#"{{"version":1,"partitions":{{"0":{replicas}}}}}"#).as_bytes(),
+        CreateMode::Persistent,
+    )
+    .await
+    .expect("write topic");
+    wait_until(Duration::from_secs(20), "a leader", || async {
+        leader(zk, topic).await >= 0
+    })
+    .await;
+}
+
+async fn bootstrap(zk: &ZkSession) -> String {
+    let mut addrs = Vec::new();
+    for id in zk.children("/brokers/ids").await.expect("ids") {
+        addrs.push(bootstrap_of(zk, id.parse().expect("id")).await);
+    }
+    addrs.join(",")
+}
+
+fn lines(path: &std::path::Path) -> Vec<i64> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Every acknowledged value is in `consumed`, and acknowledged values first appear in the order
+/// they were sent (duplicates from retries are allowed: the producer is not idempotent).
+fn assert_no_acked_loss(acked: &[i64], consumed: &[i64]) {
+    let acked_set: std::collections::HashSet<i64> = acked.iter().copied().collect();
+    let consumed_set: std::collections::HashSet<i64> = consumed.iter().copied().collect();
+    let lost: Vec<i64> = acked.iter().copied().filter(|v| !consumed_set.contains(v)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged records lost, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(10)]
+    );
+    let mut seen = std::collections::HashSet::new();
+    let firsts: Vec<i64> = consumed
+        .iter()
+        .copied()
+        .filter(|v| acked_set.contains(v) && seen.insert(*v))
+        .collect();
+    assert!(
+        firsts.windows(2).all(|w| w[0] < w[1]),
+        "acknowledged records out of order"
+    );
+}
+
+/// All replicas of `topic-0` hold the same batches (CRC sequence), at least `min_end` offsets.
+async fn assert_replicas_identical(zk: &ZkSession, brokers: &[BrokerProcess], topic: &str, min_end: i64) {
+    let dirs: Vec<PathBuf> = brokers.iter().map(|b| b.log_dir.clone()).collect();
+    wait_until(
+        Duration::from_secs(60),
+        "every replica in the ISR with the same log end",
+        || {
+            let dirs = dirs.clone();
+            async move {
+                let ends: Vec<i64> = dirs.iter().map(|d| log_end(d, topic, 0)).collect();
+                isr(zk, topic).await.len() == dirs.len() && ends.iter().all(|e| *e == ends[0] && *e >= min_end)
+            }
+        },
+    )
+    .await;
+    let first = batch_crcs(&dirs[0], topic, 0);
+    assert!(!first.is_empty());
+    for d in &dirs[1..] {
+        assert_eq!(batch_crcs(d, topic, 0), first, "replica {} diverged", d.display());
+    }
+}
+
+fn python(args: &[&str]) -> Command {
+    let mut c = Command::new(common::python());
+    c.args(args);
+    c
+}
+
+fn consume_all(bootstrap: &str, topic: &str) -> Vec<i64> {
+    let out = python(&["-c", CONSUMER, bootstrap, topic]).output().expect("consumer");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Disruption {
+    /// kill -9, then restart on the same log dir.
+    Kill,
+    /// SIGSTOP past the session timeout, then SIGCONT (R07: a zombie leader).
+    Pause,
+}
+
+/// 50,000 records with acks=all (RF 3, min ISR 2) while the leader is disrupted.
+async fn acks_all_survives_the_leader(disruption: Disruption, name: &str) {
+    const COUNT: usize = 50_000;
+    let chroot = unique_chroot(name);
+    let extra = [("min.insync.replicas", "2")];
+    let specs: Vec<BrokerSpec> = (1..=3).map(|id| spec(&chroot, id, &extra)).collect();
+    let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    create_topic(&zk, "durable", "[1,2,3]").await;
+    let first_leader = leader(&zk, "durable").await;
+    let boot = bootstrap(&zk).await;
+
+    let acked_file = tempfile::NamedTempFile::new().expect("temp");
+    let acked_path = acked_file.path().to_path_buf();
+    let producer = python(&[
+        "-c",
+        PRODUCER,
+        &boot,
+        "durable",
+        &COUNT.to_string(),
+        acked_path.to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .expect("producer");
+    wait_until(Duration::from_secs(60), "10,000 records acknowledged", || {
+        let p = acked_path.clone();
+        async move { lines(&p).len() >= 10_000 }
+    })
+    .await;
+
+    let i = (first_leader - 1) as usize;
+    match disruption {
+        Disruption::Kill => brokers[i].signal("KILL"),
+        Disruption::Pause => brokers[i].signal("STOP"),
+    }
+    let acked_at_disruption = lines(&acked_path).len();
+    wait_until(Duration::from_millis(SESSION_MS + 10_000), "a new leader", || async {
+        let l = leader(&zk, "durable").await;
+        l >= 0 && l != first_leader
+    })
+    .await;
+    match disruption {
+        Disruption::Kill => {
+            wait_until(Duration::from_secs(20), "the old registration to expire", || async {
+                zk.exists(&format!("/brokers/ids/{first_leader}"))
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_none()
+            })
+            .await;
+            let old = brokers.remove(i);
+            brokers.insert(i, old.restart(&specs[i]));
+        }
+        Disruption::Pause => brokers[i].signal("CONT"),
+    }
+    let status = tokio::task::spawn_blocking(move || producer.wait_with_output())
+        .await
+        .expect("join")
+        .expect("producer exit");
+    assert!(status.status.success(), "producer failed");
+    let acked = lines(&acked_path);
+    assert!(
+        acked.len() > acked_at_disruption,
+        "the producer kept going after the disruption"
+    );
+
+    let boot = bootstrap(&zk).await;
+    assert_replicas_identical(&zk, &brokers, "durable", 0).await;
+    let consumed = tokio::task::spawn_blocking(move || consume_all(&boot, "durable"))
+        .await
+        .expect("consumer");
+    assert_no_acked_loss(&acked, &consumed);
+    assert!(consumed.len() >= COUNT.min(acked.len()));
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_loses_nothing_when_the_leader_is_killed_and_restarted() {
+    acks_all_survives_the_leader(Disruption::Kill, "repl-kill").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_acknowledges_nothing_after_losing_leadership_and_truncates_to_the_new_one() {
+    acks_all_survives_the_leader(Disruption::Pause, "repl-pause").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_all_is_refused() {
+    const LAG_MS: u64 = 2_000;
+    let chroot = unique_chroot("repl-isr");
+    let lag = LAG_MS.to_string();
+    // A long session: the follower's registration outlives the lag, so the leader's own ISR
+    // check (not the controller's dead-broker handling) is what shrinks the ISR.
+    let extra = [("min.insync.replicas", "2"), ("replica.lag.time.max.ms", lag.as_str())];
+    let specs: Vec<BrokerSpec> = (1..=3)
+        .map(|id| spec(&chroot, id, &extra).session_timeout_ms(20_000))
+        .collect();
+    let brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    create_topic(&zk, "lagging", "[1,2,3]").await;
+    let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
+    let ok = wire.send(&produce_request("lagging", -1, b"before"), 7).await;
+    assert_eq!(ok.responses[0].partition_responses[0].error_code, 0);
+    let (_, version_before) = state(&zk, "lagging", 0).await.expect("state");
+
+    // Follower 3 stops fetching: the leader drops it from the ISR in ZooKeeper.
+    brokers[2].signal("STOP");
+    let stopped = std::time::Instant::now();
+    // (An idle follower at the leader's end stays in sync, as in Kafka: give it something to miss.)
+    let more = wire.send(&produce_request("lagging", 1, b"missed"), 7).await;
+    assert_eq!(more.responses[0].partition_responses[0].error_code, 0);
+    wait_until(
+        Duration::from_millis(LAG_MS + 5_000),
+        "the ISR to shrink in ZooKeeper",
+        || async { isr(&zk, "lagging").await == vec![1, 2] },
+    )
+    .await;
+    let (s, version) = state(&zk, "lagging", 0).await.expect("state");
+    assert!(
+        version > version_before,
+        "a conditional write bumps the partition epoch"
+    );
+    assert_eq!(
+        s.leader.0, 1,
+        "the leader itself shrank the ISR, keeping its leadership"
+    );
+    eprintln!("ISR shrank {:?} after the follower stopped", stopped.elapsed());
+    // The change is announced through /isr_change_notification and consumed by the controller.
+    wait_until(
+        Duration::from_secs(20),
+        "the ISR change notification to be consumed",
+        || async {
+            let listed = common::replicas::metadata_isr(&zk, 2, "lagging").await;
+            listed == vec![1, 2]
+                && zk
+                    .children("/isr_change_notification")
+                    .await
+                    .map(|c| c.is_empty())
+                    .unwrap_or(false)
+        },
+    )
+    .await;
+
+    // It resumes, catches up and is added back.
+    brokers[2].signal("CONT");
+    wait_until(Duration::from_secs(30), "the ISR to expand again", || async {
+        isr(&zk, "lagging").await == vec![1, 2, 3]
+    })
+    .await;
+
+    // Both followers gone: the ISR falls to the leader alone, below min.insync.replicas = 2.
+    brokers[1].signal("STOP");
+    brokers[2].signal("STOP");
+    let more = wire.send(&produce_request("lagging", 1, b"missed"), 7).await;
+    assert_eq!(more.responses[0].partition_responses[0].error_code, 0);
+    wait_until(Duration::from_millis(LAG_MS + 5_000), "an ISR of one", || async {
+        isr(&zk, "lagging").await == vec![1]
+    })
+    .await;
+    let end_before = leader_log_end(&mut wire, "lagging").await;
+    let refused = wire.send(&produce_request("lagging", -1, b"refused"), 7).await;
+    assert_eq!(
+        refused.responses[0].partition_responses[0].error_code, 19,
+        "NOT_ENOUGH_REPLICAS"
+    );
+    assert_eq!(
+        leader_log_end(&mut wire, "lagging").await,
+        end_before,
+        "nothing appended"
+    );
+    let acks1 = wire.send(&produce_request("lagging", 1, b"acks1"), 7).await;
+    assert_eq!(
+        acks1.responses[0].partition_responses[0].error_code, 0,
+        "acks=1 still works"
+    );
+    for b in &brokers[1..] {
+        b.signal("CONT");
+    }
+    zk.close().await;
+}
