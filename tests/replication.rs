@@ -157,7 +157,7 @@ async fn acks_all_survives_the_leader(disruption: Disruption, name: &str) {
         &boot,
         "durable",
         &COUNT.to_string(),
-        acked_path.to_str().unwrap(),
+        acked_path.to_str().expect("utf-8 temp path"),
     ])
     .stdout(std::process::Stdio::piped())
     .spawn()
