@@ -233,8 +233,10 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
     // A long session: the follower's registration outlives the lag, so the leader's own ISR
     // check (not the controller's dead-broker handling) is what shrinks the ISR.
     let extra = [("min.insync.replicas", "2"), ("replica.lag.time.max.ms", lag.as_str())];
+    let metrics = format!("127.0.0.1:{}", common::zookeeper::free_port());
     let specs: Vec<BrokerSpec> = (1..=3)
         .map(|id| spec(&chroot, id, &extra).session_timeout_ms(20_000))
+        .map(|s| if s.id == 1 { s.with("metrics.listener", &metrics) } else { s })
         .collect();
     let brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
@@ -267,6 +269,16 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
         "the leader itself shrank the ISR, keeping its leadership"
     );
     eprintln!("ISR shrank {:?} after the follower stopped", stopped.elapsed());
+    common::wait_for_metrics(
+        &metrics,
+        &[
+            "kafka_server_replicamanager_isrshrinks_total 1",
+            "kafka_server_replicamanager_underreplicatedpartitions 1",
+            "kafka_server_replicamanager_leadercount 1",
+            "kafka_server_replicamanager_partitioncount 1",
+        ],
+    )
+    .await;
     // The change is announced through /isr_change_notification and consumed by the controller.
     wait_until(
         Duration::from_secs(20),
@@ -289,6 +301,14 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
         isr(&zk, "lagging").await == vec![1, 2, 3]
     })
     .await;
+    common::wait_for_metrics(
+        &metrics,
+        &[
+            "kafka_server_replicamanager_isrexpands_total 1",
+            "kafka_server_replicamanager_underreplicatedpartitions 0",
+        ],
+    )
+    .await;
 
     // Both followers gone: the ISR falls to the leader alone, below min.insync.replicas = 2.
     brokers[1].signal("STOP");
@@ -299,6 +319,7 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
         isr(&zk, "lagging").await == vec![1]
     })
     .await;
+    common::wait_for_metrics(&metrics, &["kafka_server_replicamanager_underminisrpartitioncount 1"]).await;
     let end_before = leader_log_end(&mut wire, "lagging").await;
     let refused = wire.send(&produce_request("lagging", -1, b"refused"), 7).await;
     assert_eq!(

@@ -1,7 +1,8 @@
 //! The broker on the wire, driven by a test that acts as the controller: produce and fetch
 //! round trips, NOT_LEADER_OR_FOLLOWER and stale controller epochs, the fetch long-poll (woken
 //! by an append, or returning after max_wait_ms), and bad input that closes only its own
-//! connection while a producer keeps going.
+//! connection while a producer keeps going; KIP-320 leader-epoch fencing and
+//! OffsetForLeaderEpoch answers.
 
 mod common;
 
@@ -391,5 +392,55 @@ async fn produce_errors_carry_kafkas_codes_per_partition() {
     assert_eq!((ok.error_code, ok.base_offset), (0, 0), "nothing invalid was written");
     let response: FetchResponse = wire.send(&fetch("led", 5, 0, 1), 12).await;
     assert_eq!(response.responses[0].partitions[0].error_code, 1, "OFFSET_OUT_OF_RANGE");
+    broker.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_epochs_fence_stale_and_future_callers_and_answer_epoch_end_offsets() {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic};
+    use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest};
+    let (broker, addr, _dir) = setup("epochs").await;
+    let mut wire = Wire::connect(&addr).await;
+    for i in 0..2 {
+        let batch = build_batch(0, -1, &[(None, Some(format!("v{i}").as_bytes()))], 1_000);
+        let response: ProduceResponse = wire.send(&produce("led", 0, 1, batch), 9).await;
+        assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+    }
+    // (topic, current leader epoch, requested epoch) → (error, epoch, end offset)
+    let cases = [
+        ("led", 1, 1, (0, 1, 2)),
+        ("led", -1, 0, (0, 0, 0)), // below the first epoch: where the log starts
+        ("led", 0, 1, (74, -1, -1)), // FENCED_LEADER_EPOCH
+        ("led", 2, 1, (76, -1, -1)), // UNKNOWN_LEADER_EPOCH
+        ("elsewhere", -1, 1, (6, -1, -1)), // NOT_LEADER_OR_FOLLOWER
+    ];
+    for (topic, current, requested, expected) in cases {
+        let request = OffsetForLeaderEpochRequest::default()
+            .with_replica_id(KpBrokerId(-1))
+            .with_topics(vec![OffsetForLeaderTopic::default()
+                .with_topic(topic_name(topic))
+                .with_partitions(vec![OffsetForLeaderPartition::default()
+                    .with_partition(0)
+                    .with_current_leader_epoch(current)
+                    .with_leader_epoch(requested)])]);
+        let response = wire.send(&request, 4).await;
+        let p = &response.topics[0].partitions[0];
+        assert_eq!((p.error_code, p.leader_epoch, p.end_offset), expected, "{topic} {current} {requested}");
+    }
+    // KIP-320 on Fetch and ListOffsets too.
+    let mut stale = fetch("led", 0, 0, 1);
+    stale.topics[0].partitions[0].current_leader_epoch = 0;
+    let response: FetchResponse = wire.send(&stale, 12).await;
+    assert_eq!(response.responses[0].partitions[0].error_code, 74);
+    let future = ListOffsetsRequest::default()
+        .with_replica_id(KpBrokerId(-1))
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(topic_name("led"))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_current_leader_epoch(2)
+                .with_timestamp(-1)])]);
+    let response: ListOffsetsResponse = wire.send(&future, 4).await;
+    assert_eq!(response.topics[0].partitions[0].error_code, 76);
     broker.shutdown().await.expect("shutdown");
 }

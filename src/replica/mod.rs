@@ -14,3 +14,6 @@ pub mod state_watch;
 
 pub use partition::{Partition, PartitionState};
 pub use replica_manager::{ReplicaConfig, ReplicaManager};
+
+#[cfg(test)]
+mod tests;

@@ -286,7 +286,9 @@ impl Partition {
         };
         if last_fetched_epoch >= 0 {
             let (epoch, end) = lock(&inner.log).end_offset_for_epoch(last_fetched_epoch);
-            if epoch < last_fetched_epoch || end < fetch_offset {
+            // No epoch information here (UNDEFINED): serve by offset; out of range is handled
+            // below, and the follower then truncates to our log end.
+            if epoch >= 0 && (epoch < last_fetched_epoch || end < fetch_offset) {
                 let read = ReadResult {
                     records: Bytes::new(),
                     high_watermark: inner.high_watermark,

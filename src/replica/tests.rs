@@ -1,0 +1,183 @@
+//! Partition and ReplicaManager behaviour on real logs in a temp dir: leader/follower HW rules,
+//! ISR proposals, divergence detection and truncation (KIP-101/279), and the high-watermark
+//! checkpoint restored at start-up.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::partition::{IsrWriteOutcome, Partition, PartitionState, StoredState};
+use super::replica_manager::{ControllerRequestEpochs, LeaderAndIsrPartition, ReplicaConfig, ReplicaManager};
+use crate::log::config::LogConfig;
+use crate::log::failure::LogDirFailureChannel;
+use crate::log::file::Faults;
+use crate::log::log_manager::{lock, LogManager, LogManagerConfig};
+use crate::protocol::error_codes as ec;
+use crate::protocol::test_support::build_batch;
+use crate::types::{BrokerId, TopicPartition};
+
+fn tp() -> TopicPartition {
+    TopicPartition {
+        topic: "t".into(),
+        partition: 0,
+    }
+}
+
+fn manager(dir: &Path, clean: bool) -> Arc<LogManager> {
+    let cfg = LogManagerConfig {
+        dirs: vec![dir.to_path_buf()],
+        clean_dirs: if clean { vec![dir.to_path_buf()] } else { Vec::new() },
+        log: LogConfig::default(),
+        recovery_threads_per_dir: 1,
+    };
+    Arc::new(LogManager::startup(&cfg, LogDirFailureChannel::new(), Faults::default(), 0))
+}
+
+fn b(ids: &[i32]) -> Vec<BrokerId> {
+    ids.iter().map(|i| BrokerId(*i)).collect()
+}
+
+fn state(leader: i32, epoch: i32, isr: &[i32]) -> PartitionState {
+    PartitionState {
+        controller_epoch: 1,
+        leader: BrokerId(leader),
+        leader_epoch: epoch,
+        isr: b(isr),
+        partition_epoch: 0,
+        replicas: b(&[1, 2, 3]),
+    }
+}
+
+fn partition(m: &LogManager, local: i32, s: PartitionState) -> Partition {
+    let log = m.get_or_create_log(&tp(), 0).expect("log");
+    let p = Partition::new(tp(), uuid::Uuid::nil(), BrokerId(local), s.clone(), log, 0);
+    p.apply(s, 2, 0).expect("apply");
+    p
+}
+
+fn record() -> Vec<u8> {
+    build_batch(0, -1, &[(None, Some(&b"v"[..]))], 1)
+}
+
+#[test]
+fn the_hw_follows_the_slowest_isr_member_and_acks_all_completes_then() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = manager(dir.path(), false);
+    let p = partition(&m, 1, state(1, 0, &[1, 2, 3]));
+    let (info, epoch) = p.append_as_leader(&mut record(), -1, 2, 0).expect("append");
+    p.append_as_leader(&mut record(), -1, 2, 0).expect("append");
+    assert_eq!(p.check_produce_completion(info.last_offset + 1, epoch, 2), None);
+    p.read_for_follower(BrokerId(2), 2, 0, 1 << 20, 2, 10).expect("fetch");
+    assert_eq!(p.high_watermark(), 0, "follower 3 has not fetched yet");
+    p.read_for_follower(BrokerId(3), 1, 0, 1 << 20, 2, 10).expect("fetch");
+    assert_eq!(p.high_watermark(), 1);
+    assert_eq!(p.check_produce_completion(1, epoch, 2), Some(ec::NONE));
+    // A consumer sees only what is below the HW.
+    assert_eq!(p.read(1, 1 << 20).expect("read").records.len(), 0);
+    // Another epoch means the produce's records may be gone: never acknowledged.
+    assert_eq!(p.check_produce_completion(1, epoch + 1, 2), Some(ec::NOT_LEADER_OR_FOLLOWER));
+}
+
+#[test]
+fn a_lagging_follower_is_proposed_out_and_a_caught_up_one_back_in() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = manager(dir.path(), false);
+    let p = partition(&m, 1, state(1, 0, &[1, 2, 3]));
+    p.read_for_follower(BrokerId(2), 0, -1, 1 << 20, 2, 0).expect("fetch");
+    p.read_for_follower(BrokerId(3), 0, -1, 1 << 20, 2, 0).expect("fetch");
+    p.append_as_leader(&mut record(), 1, 2, 0).expect("append");
+    p.read_for_follower(BrokerId(2), 1, 0, 1 << 20, 2, 20_000).expect("fetch");
+    let shrink = p.maybe_shrink_isr(31_000, 30_000).expect("3 lags");
+    assert_eq!(shrink.isr, b(&[1, 2]));
+    assert!(!shrink.expand);
+    assert_eq!(p.maybe_shrink_isr(31_000, 30_000), None, "one change in flight");
+    p.complete_isr_update(&shrink, IsrWriteOutcome::Written { zk_version: 1 }, 2);
+    assert_eq!((p.state().isr, p.state().partition_epoch), (b(&[1, 2]), 1));
+
+    let (_, expand) = p.read_for_follower(BrokerId(3), 1, 0, 1 << 20, 2, 32_000).expect("fetch");
+    let expand = expand.expect("3 caught up");
+    assert_eq!(expand.isr, b(&[1, 2, 3]));
+    assert_eq!(expand.zk_version, 1);
+    // A conflicting write by someone else: take what ZooKeeper holds for our epoch.
+    let stored = StoredState {
+        controller_epoch: 1,
+        leader: BrokerId(1),
+        leader_epoch: 0,
+        isr: b(&[1, 2]),
+        zk_version: 5,
+    };
+    assert_eq!(p.complete_isr_update(&expand, IsrWriteOutcome::Conflict(Some(stored)), 2), None);
+    assert_eq!(p.state().partition_epoch, 5);
+}
+
+#[test]
+fn a_follower_with_a_foreign_epoch_is_told_where_to_truncate_and_does() {
+    let leader_dir = tempfile::tempdir().expect("tempdir");
+    let follower_dir = tempfile::tempdir().expect("tempdir");
+    let lm = manager(leader_dir.path(), false);
+    let fm = manager(follower_dir.path(), false);
+    // Both wrote offset 0 in epoch 0; then the follower (as an old leader) wrote offsets 1-2 in
+    // epoch 1, while the new leader (epoch 2) wrote offset 1.
+    let leader = partition(&lm, 2, state(2, 0, &[2]));
+    leader.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    leader.apply(state(2, 2, &[2, 1]), 1, 0).expect("epoch 2");
+    leader.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    let old = partition(&fm, 1, state(1, 0, &[1]));
+    old.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    old.apply(state(1, 1, &[1]), 1, 0).expect("epoch 1");
+    old.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    old.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    old.apply(state(2, 2, &[2, 1]), 1, 0).expect("follow 2");
+    let (leo, last_epoch, _) = old.fetch_position();
+    assert_eq!((leo, last_epoch), (3, 1));
+
+    let (read, _) = leader
+        .read_for_follower(BrokerId(1), leo, last_epoch, 1 << 20, 1, 0)
+        .expect("fetch");
+    assert_eq!(read.diverging_epoch, Some((0, 1)), "epoch 1 is unknown to the leader; epoch 0 ends at 1");
+    assert!(read.records.is_empty());
+    assert_eq!(old.truncate_on_divergence(2, (0, 1)).expect("truncate"), 1);
+    let (leo, last_epoch, _) = old.fetch_position();
+    assert_eq!((leo, last_epoch), (1, 0));
+    let (read, _) = leader
+        .read_for_follower(BrokerId(1), leo, last_epoch, 1 << 20, 1, 0)
+        .expect("fetch");
+    assert_eq!(read.diverging_epoch, None);
+    old.append_as_follower(2, 1, &read.records, read.high_watermark, 0)
+        .expect("append");
+    assert_eq!(old.log_end_offset(), 2);
+    assert_eq!(lock(&old.log()).end_offset_for_epoch(2), (2, 2), "the leader's epoch came along");
+    // A stale response (epoch changed since) is ignored.
+    assert!(old.append_as_follower(1, 2, &[], 2, 0).is_err());
+}
+
+#[test]
+fn high_watermarks_come_back_from_the_checkpoint_at_start_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let m = manager(dir.path(), false);
+        let log = m.get_or_create_log(&tp(), 0).expect("log");
+        for _ in 0..10 {
+            lock(&log).append_as_leader(&mut record(), 0, 0).expect("append");
+        }
+        lock(&log).flush(0).expect("flush");
+        m.checkpoint_high_watermarks(&BTreeMap::from([(tp(), 7)]));
+    }
+    let m = manager(dir.path(), true);
+    let rm = ReplicaManager::new(BrokerId(1), m, ReplicaConfig::default());
+    assert_eq!(rm.high_watermarks().get(&tp()), Some(&7), "kept before the partition is hosted");
+    let epochs = ControllerRequestEpochs {
+        controller_epoch: 1,
+        broker_epoch: -1,
+    };
+    let lai = LeaderAndIsrPartition {
+        tp: tp(),
+        topic_id: uuid::Uuid::nil(),
+        state: state(2, 1, &[2, 1]),
+    };
+    let results = rm.become_leader_or_follower(epochs, vec![lai], Vec::new(), 0).expect("lai");
+    assert_eq!(results[0].2, ec::NONE);
+    let p = rm.partition(&tp()).expect("hosted");
+    assert_eq!(p.high_watermark(), 7);
+    assert!(!p.is_leader());
+}
