@@ -3,10 +3,11 @@
 //! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata to brokers.
 //!
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
-//! `operations` the operator-facing work (controlled shutdown, leader elections, deletion);
-//! [`zk_ops`] its ZooKeeper I/O; [`channel`]
-//! one sender per broker; [`requests`] builds the requests; [`decisions`], [`election`],
-//! [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
+//! `event_manager` the event queue and the watches that feed it; `operations` the
+//! operator-facing work (controlled shutdown, leader elections, deletion); [`stats`] the
+//! metrics; [`zk_ops`] its ZooKeeper I/O;
+//! [`channel`] one sender per broker; [`requests`] builds the requests; [`decisions`],
+//! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
 
 pub mod assignment;
 pub mod channel;
@@ -14,10 +15,12 @@ pub mod channel;
 pub mod controller;
 pub mod decisions;
 pub mod election;
+mod event_manager;
 mod operations;
 pub mod partition_state;
 pub mod replica_state;
 pub mod requests;
+pub mod stats;
 pub mod zk_ops;
 
 pub use controller::{start, ControllerConfig, ControllerHandle};
