@@ -157,6 +157,11 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
             Trigger::Children,
             Event::LogDirEventNotification,
         ),
+        (
+            paths::ISR_CHANGE_NOTIFICATION,
+            Trigger::Children,
+            Event::IsrChangeNotification,
+        ),
     ] {
         match zk.watch(path, WatchMode::Persistent).await {
             Ok(stream) => {
@@ -252,6 +257,7 @@ impl Controller {
             Event::PreferredReplicaElectionZNode => self.on_preferred_replica_election_znode().await,
             Event::AutoPreferredReplicaLeaderElection => self.on_auto_rebalance().await,
             Event::LogDirEventNotification => self.on_log_dir_event().await,
+            Event::IsrChangeNotification => self.on_isr_change_notification().await,
             Event::CreatePartitions {
                 topic,
                 count,

@@ -60,6 +60,8 @@ pub(super) enum Event {
     AutoPreferredReplicaLeaderElection,
     /// `/log_dir_event_notification` children changed: a broker lost a log dir.
     LogDirEventNotification,
+    /// `/isr_change_notification` children changed: leaders changed ISRs in state znodes.
+    IsrChangeNotification,
     /// CreatePartitions for one topic: the new total and, optionally, the new partitions' replicas.
     CreatePartitions {
         topic: String,

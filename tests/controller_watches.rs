@@ -1,0 +1,117 @@
+//! What the controller learns from znodes other than the broker and topic lists, against a real
+//! ZooKeeper, real broker processes and the real `zkCli.sh`: ISR changes announced through
+//! `/isr_change_notification`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::{cluster_ready, controller_of, metadata, partition_in, start, state, SESSION_MS};
+use common::{unique_chroot, wait_until, zkcli, zookeeper};
+use kastle::zk::paths::ZNodeKind;
+use kastle::zk::store::{CreateMode, ZkStore};
+use kastle::zk::ZkSession;
+
+/// `zkCli.sh set` of `path` (relative to `chroot`) to `data`, checked against the znode's schema
+/// first so the test writes what a Kafka tool could.
+fn zkcli_set(chroot: &str, path: &str, kind: ZNodeKind, data: &str) {
+    let problems = kastle::zk::schema::validate(kind, data.as_bytes()).expect("schema");
+    assert!(problems.is_empty(), "{data}: {problems:?}");
+    zkcli(&zookeeper().address(), &["set", &format!("{chroot}{path}"), data]);
+}
+
+async fn exists(zk: &ZkSession, path: &str) -> bool {
+    zk.exists(path).await.ok().flatten().is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isr_change_notification_refreshes_the_controller_and_every_broker() {
+    let chroot = unique_chroot("watch-isr");
+    let brokers = start(&chroot, &[1, 2, 3]);
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 3).await;
+    // Led by a broker that is not the controller, with the controller last in the ISR.
+    let controller = controller_of(&zk).await.expect("controller");
+    let others: Vec<i32> = (1..=3).filter(|b| *b != controller).collect();
+    let (leader, follower) = (others[0], others[1]);
+    let replicas = format!("[{leader},{follower},{controller}]");
+    zk.create(
+        "/brokers/topics/shrunk",
+        format!(r#"{{"version":1,"partitions":{{"0":{replicas}}}}}"#).as_bytes(),
+        CreateMode::Persistent,
+    )
+    .await
+    .expect("topic");
+    let full = vec![leader, follower, controller];
+    wait_until(Duration::from_secs(20), "every broker to know the full ISR", || {
+        let (zk, full) = (&zk, full.clone());
+        async move {
+            for id in 1..=3 {
+                if partition_in(&metadata(zk, id).await, "shrunk", 0).is_none_or(|(_, _, isr)| isr != full) {
+                    return false;
+                }
+            }
+            true
+        }
+    })
+    .await;
+
+    // What a leader does when a follower falls behind (IBP < 2.7): write the state znode, then
+    // announce it.
+    let s = state(&zk, "shrunk", 0).await.expect("state");
+    let shrunk = format!(
+        r#"{{"controller_epoch":{},"leader":{leader},"version":1,"leader_epoch":{},"isr":[{leader},{follower}]}}"#,
+        s.controller_epoch.0, s.leader_epoch.0
+    );
+    zkcli_set(
+        &chroot,
+        "/brokers/topics/shrunk/partitions/0/state",
+        ZNodeKind::PartitionState,
+        &shrunk,
+    );
+    let notification = r#"{"version":1,"partitions":[{"topic":"shrunk","partition":0}]}"#;
+    let problems =
+        kastle::zk::schema::validate(ZNodeKind::IsrChangeNotification, notification.as_bytes()).expect("schema");
+    assert!(problems.is_empty(), "{problems:?}");
+    zkcli(
+        &zookeeper().address(),
+        &[
+            "create",
+            &format!("{chroot}/isr_change_notification/isr_change_0000000000"),
+            notification,
+        ],
+    );
+    wait_until(
+        Duration::from_secs(20),
+        "the notification consumed and every broker to report the new ISR",
+        || async {
+            if exists(&zk, "/isr_change_notification/isr_change_0000000000").await {
+                return false;
+            }
+            for id in 1..=3 {
+                let got = partition_in(&metadata(&zk, id).await, "shrunk", 0);
+                if got.is_none_or(|(l, _, isr)| l != leader || isr != vec![leader, follower]) {
+                    return false;
+                }
+            }
+            true
+        },
+    )
+    .await;
+
+    // The controller took the znode's new version too: its next write there (the follower's
+    // death) is a conditional set that only succeeds at that version.
+    brokers[(follower - 1) as usize].signal("KILL");
+    wait_until(
+        Duration::from_millis(SESSION_MS + 15_000),
+        "the dead follower to leave the ISR",
+        || async {
+            state(&zk, "shrunk", 0)
+                .await
+                .is_some_and(|s| s.isr.iter().map(|b| b.0).collect::<Vec<_>>() == vec![leader])
+        },
+    )
+    .await;
+    assert_eq!(state(&zk, "shrunk", 0).await.expect("state").leader.0, leader);
+    zk.close().await;
+}
