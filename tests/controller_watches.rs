@@ -1,6 +1,6 @@
 //! What the controller learns from znodes other than the broker and topic lists, against a real
 //! ZooKeeper, real broker processes and the real `zkCli.sh`: ISR changes announced through
-//! `/isr_change_notification`.
+//! `/isr_change_notification`, and notifications left from before a failover.
 
 mod common;
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::cluster::{cluster_ready, controller_of, metadata, partition_in, start, state, SESSION_MS};
 use common::{unique_chroot, wait_until, zkcli, zookeeper};
 use kastle::zk::paths::ZNodeKind;
-use kastle::zk::store::{CreateMode, ZkStore};
+use kastle::zk::store::{create_recursive, CreateMode, ZkStore};
 use kastle::zk::ZkSession;
 
 /// `zkCli.sh set` of `path` (relative to `chroot`) to `data`, checked against the znode's schema
@@ -113,5 +113,36 @@ async fn an_isr_change_notification_refreshes_the_controller_and_every_broker() 
     )
     .await;
     assert_eq!(state(&zk, "shrunk", 0).await.expect("state").leader.0, leader);
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_left_before_the_first_controller_are_deleted_at_failover() {
+    let chroot = unique_chroot("watch-stale");
+    let zk = zookeeper().session(&chroot).await;
+    let stale = [
+        (
+            "/isr_change_notification",
+            "/isr_change_notification/isr_change_0000000000",
+            r#"{"version":1,"partitions":[{"topic":"gone","partition":0}]}"#,
+        ),
+        (
+            "/log_dir_event_notification",
+            "/log_dir_event_notification/log_dir_event_0000000000",
+            r#"{"version":1,"broker":1,"event":1}"#,
+        ),
+    ];
+    for (parent, path, data) in stale {
+        create_recursive(&zk, parent).await.expect("parent");
+        zk.create(path, data.as_bytes(), CreateMode::Persistent)
+            .await
+            .expect("notification");
+    }
+    let _brokers = start(&chroot, &[1]);
+    cluster_ready(&zk, 1).await;
+    wait_until(Duration::from_secs(20), "the stale notifications to go", || async {
+        !exists(&zk, stale[0].1).await && !exists(&zk, stale[1].1).await
+    })
+    .await;
     zk.close().await;
 }

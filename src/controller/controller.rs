@@ -367,6 +367,9 @@ impl Controller {
     /// (Kafka's onControllerFailover).
     async fn on_failover(&mut self) -> Result<(), ControllerZkError> {
         let started = Instant::now();
+        // The full read below covers whatever they announced, and every replica gets
+        // LeaderAndIsr (a replica in a failed log dir answers KAFKA_STORAGE_ERROR to it).
+        self.delete_stale_notifications().await?;
         let brokers = zk_ops::live_brokers(&self.zk).await?;
         let names = zk_ops::topic_names(&self.zk).await?;
         let topics = zk_ops::topic_infos(&self.zk, &names).await?;
@@ -394,21 +397,17 @@ impl Controller {
             None => return Ok(()),
         };
         self.send_update_metadata(&all);
-        let online: Vec<(String, i32)> = match self.active.as_ref() {
-            Some(active) => {
-                let ctx = &active.ctx;
-                all.iter()
-                    .filter(|k| {
-                        ctx.leaderships
-                            .get(*k)
-                            .is_some_and(|l| l.leader >= 0 && ctx.is_live(BrokerId(l.leader)))
-                    })
-                    .cloned()
-                    .collect()
-            }
+        // Kafka's replica state machine start-up: LeaderAndIsr for every partition with a
+        // state, to each of its live replicas.
+        let with_state: Vec<(String, i32)> = match self.active.as_ref() {
+            Some(active) => all
+                .iter()
+                .filter(|k| active.ctx.leaderships.contains_key(*k))
+                .cloned()
+                .collect(),
             None => return Ok(()),
         };
-        self.send_leader_and_isr(&online, false);
+        self.send_leader_and_isr(&with_state, false);
         self.elect_partitions(&all).await?;
         // Resume deletions queued before this controller took over.
         self.on_topic_deletion().await?;

@@ -5,7 +5,8 @@
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
 //! `event_manager` the event queue and the watches that feed it; `operations` the
 //! operator-facing work (controlled shutdown, leader elections, deletion); `notifications`
-//! ISR-change notifications; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O;
+//! ISR-change notifications and stale notifications at failover; [`stats`] the metrics;
+//! [`zk_ops`] its ZooKeeper I/O;
 //! [`channel`] one sender per broker; [`requests`] builds the requests; [`decisions`],
 //! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
 

@@ -1,8 +1,11 @@
 //! Sequential notification znodes brokers leave for the controller: ISR changes
-//! (`/isr_change_notification/isr_change_<seq>`, Kafka's IsrChangeNotificationHandler).
+//! (`/isr_change_notification/isr_change_<seq>`, Kafka's IsrChangeNotificationHandler) and, at
+//! failover, the removal of every stale notification (Kafka's onControllerFailover deletes both
+//! kinds before it reads the cluster, since the full read covers them).
 //!
-//! Log-dir events are handled in [`super::operations`]. This module must not decide leaders:
-//! an ISR change refreshes what the controller knows and tells the brokers, nothing more.
+//! Log-dir events are handled in [`super::operations`]; this module only clears them at
+//! failover. It must not decide leaders: an ISR change refreshes what the controller knows and
+//! tells the brokers, nothing more.
 
 use std::collections::BTreeSet;
 
@@ -74,6 +77,27 @@ impl Controller {
         }
         tracing::info!(partitions = refreshed.len(), "ISR changes announced");
         self.send_update_metadata(&refreshed);
+        Ok(())
+    }
+
+    /// Deletes every log-dir event and ISR change notification left from before this
+    /// controller's term (Kafka's onControllerFailover step 3).
+    pub(super) async fn delete_stale_notifications(&self) -> Result<(), ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        for parent in [paths::LOG_DIR_EVENT_NOTIFICATION, paths::ISR_CHANGE_NOTIFICATION] {
+            let names = zk_ops::notification_names(&self.zk, parent).await?;
+            if names.is_empty() {
+                continue;
+            }
+            tracing::info!(
+                parent,
+                count = names.len(),
+                "deleting notifications from before the failover"
+            );
+            zk_ops::delete_notifications(&self.zk, active.epoch_version, parent, &names).await?;
+        }
         Ok(())
     }
 }
