@@ -1,5 +1,6 @@
 //! What the controller learns from znodes other than the broker and topic lists, against a real
-//! ZooKeeper, real broker processes and the real `zkCli.sh`: ISR changes announced through
+//! ZooKeeper, real broker processes and the real `zkCli.sh`: partitions an operator adds to
+//! `/brokers/topics/<t>`, ISR changes announced through
 //! `/isr_change_notification`, and notifications left from before a failover.
 
 mod common;
@@ -22,6 +23,61 @@ fn zkcli_set(chroot: &str, path: &str, kind: ZNodeKind, data: &str) {
 
 async fn exists(zk: &ZkSession, path: &str) -> bool {
     zk.exists(path).await.ok().flatten().is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_an_operator_adds_to_the_topic_znode_get_leaders_and_reach_every_broker() {
+    let chroot = unique_chroot("watch-partitions");
+    let _brokers = start(&chroot, &[1, 2, 3]);
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 3).await;
+    let topic_id = "AAAAAAAAQACAAAAAAAAAAQ"; // base64 of a fixed UUID, as Kafka writes it
+    let before = format!(
+        r#"{{"version":3,"topic_id":"{topic_id}","partitions":{{"0":[1,2]}},"adding_replicas":{{}},"removing_replicas":{{}}}}"#
+    );
+    zk.create("/brokers/topics/grown", before.as_bytes(), CreateMode::Persistent)
+        .await
+        .expect("topic");
+    wait_until(Duration::from_secs(20), "partition 0 on every broker", || async {
+        for id in 1..=3 {
+            if partition_in(&metadata(&zk, id).await, "grown", 0).is_none() {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
+
+    // One partition more; partition 0's replicas reordered too, which is a reassignment and
+    // must be ignored.
+    let after = format!(
+        r#"{{"version":3,"topic_id":"{topic_id}","partitions":{{"0":[2,1],"1":[2,3]}},"adding_replicas":{{}},"removing_replicas":{{}}}}"#
+    );
+    zkcli_set(&chroot, "/brokers/topics/grown", ZNodeKind::TopicAssignment, &after);
+    wait_until(
+        Duration::from_secs(20),
+        "a state znode with a live leader for partition 1",
+        || async { state(&zk, "grown", 1).await.is_some_and(|s| s.leader.0 == 2) },
+    )
+    .await;
+    let p1 = state(&zk, "grown", 1).await.expect("state");
+    assert_eq!(
+        p1.isr.iter().map(|b| b.0).collect::<Vec<_>>(),
+        vec![2, 3],
+        "every live assigned replica starts in the ISR"
+    );
+    assert_eq!(p1.leader_epoch.0, 0);
+    wait_until(
+        Duration::from_secs(20),
+        "broker 1 (not a replica) to list partition 1",
+        || async { partition_in(&metadata(&zk, 1).await, "grown", 1) == Some((2, vec![2, 3], vec![2, 3])) },
+    )
+    .await;
+    let p0 = partition_in(&metadata(&zk, 1).await, "grown", 0).expect("partition 0");
+    assert_eq!(p0.1, vec![1, 2], "the reordered replicas of partition 0 were not taken");
+    let s0 = state(&zk, "grown", 0).await.expect("state");
+    assert_eq!((s0.leader.0, s0.leader_epoch.0), (1, 0), "partition 0 was left alone");
+    zk.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use super::channel::{ControlRequest, ControllerChannel};
 use super::decisions;
-use super::event_manager::{self, Event, EventQueue, Reply, Trigger};
+use super::event_manager::{self, Event, EventQueue, Reply, Trigger, ZNodeWatches};
 use super::requests::{self, ControllerContext};
 use super::stats;
 use super::zk_ops::{self, ControllerZkError, StoredLeadership};
@@ -124,6 +124,8 @@ pub(super) struct Active {
     pub(super) epoch_version: ZkVersion,
     pub(super) ctx: ControllerContext,
     pub(super) channel: ControllerChannel,
+    /// Data watches on each topic's znode; dropped on resignation.
+    pub(super) watches: ZNodeWatches,
 }
 
 pub(super) struct Controller {
@@ -258,6 +260,7 @@ impl Controller {
             Event::AutoPreferredReplicaLeaderElection => self.on_auto_rebalance().await,
             Event::LogDirEventNotification => self.on_log_dir_event().await,
             Event::IsrChangeNotification => self.on_isr_change_notification().await,
+            Event::PartitionModifications { topic } => self.on_partition_modifications(&topic).await,
             Event::CreatePartitions {
                 topic,
                 count,
@@ -351,6 +354,7 @@ impl Controller {
             epoch_version,
             ctx,
             channel: ControllerChannel::new(on_offline),
+            watches: ZNodeWatches::default(),
         });
         if let Err(e) = self.on_failover().await {
             tracing::error!(error = %e, "controller failover failed; moving the controller");
@@ -372,6 +376,8 @@ impl Controller {
         self.delete_stale_notifications().await?;
         let brokers = zk_ops::live_brokers(&self.zk).await?;
         let names = zk_ops::topic_names(&self.zk).await?;
+        // Watch before reading, so an edit in between is not missed.
+        self.watch_topics(&names).await;
         let topics = zk_ops::topic_infos(&self.zk, &names).await?;
         let partitions: Vec<(String, i32)> = topics
             .iter()
@@ -485,18 +491,28 @@ impl Controller {
         if new.is_empty() {
             return Ok(());
         }
+        self.watch_topics(&new).await;
         let infos = zk_ops::topic_infos(&self.zk, &new).await?;
         let partitions: Vec<(String, i32)> = infos
             .iter()
             .flat_map(|(t, i)| i.assignment.keys().map(move |p| (t.clone(), *p)))
             .collect();
-        // Normally new partitions have no state yet; one written by hand (or left by an earlier
-        // controller) is taken as it is.
-        let existing = zk_ops::leaderships(&self.zk, &partitions).await?;
         let Some(active) = self.active.as_mut() else {
             return Ok(());
         };
         active.ctx.topics.extend(infos);
+        tracing::info!(topics = ?new, partitions = partitions.len(), "new topics");
+        self.on_new_partitions(&partitions).await
+    }
+
+    /// Kafka's onNewPartitionCreation for partitions just added to the context's assignment.
+    /// Normally they have no state yet; one written by hand (or left by an earlier controller)
+    /// is taken as it is and announced. The rest get leaders from their live replicas.
+    pub(super) async fn on_new_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
+        let existing = zk_ops::leaderships(&self.zk, partitions).await?;
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
         let mut announced = Vec::new();
         for (key, l) in existing {
             if l.leader >= 0 && active.ctx.is_live(BrokerId(l.leader)) {
@@ -504,10 +520,9 @@ impl Controller {
             }
             active.ctx.leaderships.insert(key, l);
         }
-        tracing::info!(topics = ?new, partitions = partitions.len(), "new topics");
         self.send_leader_and_isr(&announced, true);
         self.send_update_metadata(&announced);
-        self.elect_partitions(&partitions).await
+        self.elect_partitions(partitions).await
     }
 
     /// Decides every partition in `partitions` that needs a change (new, leaderless, or with a

@@ -6,15 +6,18 @@
 //! dequeue) and `EventQueueTimeMs` timer (time from enqueue to dequeue). It must not process
 //! events: [`super::controller`] owns the one task that does.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinSet};
 
 use super::controller::{ElectionOutcome, ShutdownResult};
 use super::stats;
 use crate::types::BrokerId;
-use crate::zk::store::{WatchEvent, WatchStream};
+use crate::zk::store::{WatchEvent, WatchMode, WatchStream, ZkError, ZkStore};
+use crate::zk::ZkSession;
 
 /// Where a request's answer goes (shared so events stay `Clone`).
 #[derive(Debug)]
@@ -80,6 +83,10 @@ pub(super) enum Event {
     ControllerChange,
     BrokerChange,
     TopicChange,
+    /// `/brokers/topics/<t>` data changed: maybe partitions were added.
+    PartitionModifications {
+        topic: String,
+    },
     /// `/admin/delete_topics` children changed.
     TopicDeletion,
     SessionEnded,
@@ -144,6 +151,8 @@ pub(super) enum Trigger {
     Children,
     /// The znode was created or its data changed (an existence-checked ZNodeChangeHandler).
     CreatedOrData,
+    /// The znode's data changed (Kafka's handleDataChange only).
+    Data,
 }
 
 impl Trigger {
@@ -159,6 +168,7 @@ impl Trigger {
                     Trigger::CreatedOrData,
                     WatchEvent::Created { .. } | WatchEvent::DataChanged { .. }
                 )
+                | (Trigger::Data, WatchEvent::DataChanged { .. })
         )
     }
 }
@@ -172,6 +182,58 @@ pub(super) async fn forward_watch(mut stream: WatchStream, trigger: Trigger, eve
     }
 }
 
+/// Per-znode data watches the active controller holds (Kafka's PartitionModificationsHandler
+/// per topic), keyed by path. Removing one (or dropping
+/// the whole set at resignation) stops its forwarder, which removes the ZooKeeper watch.
+#[derive(Debug, Default)]
+pub(super) struct ZNodeWatches {
+    forwarders: BTreeMap<String, AbortHandle>,
+}
+
+impl ZNodeWatches {
+    /// Watches the data of each `(path, event)` not watched yet, registering them concurrently.
+    /// A watch that cannot be registered is logged and left out: only hand edits of that znode
+    /// go unnoticed, which is no reason to fail the step that found it.
+    pub(super) async fn watch_data(&mut self, zk: &ZkSession, wanted: Vec<(String, Event)>, queue: &EventQueue) {
+        let mut registrations = JoinSet::new();
+        for (path, event) in wanted {
+            if self.forwarders.contains_key(&path) {
+                continue;
+            }
+            let zk = zk.clone();
+            registrations.spawn(async move {
+                let stream: Result<WatchStream, ZkError> = zk.watch(&path, WatchMode::Persistent).await;
+                (path, event, stream)
+            });
+        }
+        while let Some(joined) = registrations.join_next().await {
+            let Ok((path, event, stream)) = joined else { continue };
+            match stream {
+                Ok(stream) => {
+                    let task = tokio::spawn(forward_watch(stream, Trigger::Data, event, queue.clone()));
+                    self.forwarders.insert(path, task.abort_handle());
+                }
+                Err(e) => tracing::warn!(%path, error = %e, "controller cannot watch a znode"),
+            }
+        }
+    }
+
+    /// Stops watching `path`.
+    pub(super) fn unwatch(&mut self, path: &str) {
+        if let Some(task) = self.forwarders.remove(path) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for ZNodeWatches {
+    fn drop(&mut self) {
+        for task in self.forwarders.values() {
+            task.abort();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,7 +243,8 @@ mod tests {
     }
 
     /// Which handler each watch stands for decides what wakes it: child handlers (BrokerChange,
-    /// TopicChange, notifications) on child lists, existence handlers on creation and data.
+    /// TopicChange, notifications) on child lists, PartitionModifications on data only
+    /// (creation and deletion are TopicChange's business).
     #[test]
     fn triggers_fire_on_the_events_of_kafkas_handlers() {
         let events = [
@@ -191,10 +254,11 @@ mod tests {
             WatchEvent::ChildrenChanged { path: p() },
             WatchEvent::Rearmed,
         ];
-        let cases: [(Trigger, [bool; 5]); 3] = [
+        let cases: [(Trigger, [bool; 5]); 4] = [
             (Trigger::Any, [true, true, true, true, true]),
             (Trigger::Children, [false, false, false, true, true]),
             (Trigger::CreatedOrData, [true, false, true, false, true]),
+            (Trigger::Data, [false, false, true, false, true]),
         ];
         for (trigger, want) in cases {
             for (e, want) in events.iter().zip(want) {

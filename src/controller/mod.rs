@@ -4,9 +4,9 @@
 //!
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
 //! `event_manager` the event queue and the watches that feed it; `operations` the
-//! operator-facing work (controlled shutdown, leader elections, deletion); `notifications`
-//! ISR-change notifications and stale notifications at failover; [`stats`] the metrics;
-//! [`zk_ops`] its ZooKeeper I/O;
+//! operator-facing work (controlled shutdown, leader elections, deletion); `modifications`
+//! partitions added to topic znodes by hand; `notifications` ISR-change notifications and
+//! stale notifications at failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O;
 //! [`channel`] one sender per broker; [`requests`] builds the requests; [`decisions`],
 //! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
 
@@ -17,6 +17,7 @@ pub mod controller;
 pub mod decisions;
 pub mod election;
 mod event_manager;
+pub mod modifications;
 mod notifications;
 mod operations;
 pub mod partition_state;

@@ -227,6 +227,7 @@ impl Controller {
             };
             active.ctx.topics.remove(&topic);
             active.ctx.leaderships.retain(|(t, _), _| *t != topic);
+            active.watches.unwatch(&paths::topic(&topic));
             tracing::info!(%topic, "topic deleted");
         }
         Ok(())
@@ -368,7 +369,7 @@ impl Controller {
         }
         let mut full = info.assignment.clone();
         full.extend(added.clone());
-        zk_ops::add_partitions(&self.zk, active.epoch_version, topic, &full).await?;
+        zk_ops::write_assignment(&self.zk, active.epoch_version, topic, &full).await?;
         let Some(active) = self.active.as_mut() else {
             return Ok(Err(NOT_CONTROLLER));
         };

@@ -401,9 +401,10 @@ pub async fn delete_topic_znodes<S: ZkStore>(
     fenced(zk, epoch_version, ops).await.map(|_| ())
 }
 
-/// Rewrites `/brokers/topics/<t>` with more partitions (conditional on its version, fenced),
-/// keeping its topic id: how Kafka's admin path adds partitions.
-pub async fn add_partitions<S: ZkStore>(
+/// Rewrites the partitions of `/brokers/topics/<t>` (conditional on its version, fenced),
+/// keeping its topic id: how Kafka's admin path adds partitions, and how the controller puts
+/// back an assignment edited while the topic is being deleted.
+pub async fn write_assignment<S: ZkStore>(
     zk: &S,
     epoch_version: ZkVersion,
     topic: &str,
@@ -422,6 +423,11 @@ pub async fn add_partitions<S: ZkStore>(
         version: Some(stat.version),
     };
     fenced(zk, epoch_version, vec![op]).await.map(|_| ())
+}
+
+/// Whether `/admin/delete_topics/<t>` exists.
+pub async fn is_queued_for_deletion<S: ZkStore>(zk: &S, topic: &str) -> Result<bool, ControllerZkError> {
+    Ok(zk.exists(&paths::delete_topic(topic)).await?.is_some())
 }
 
 /// The children of a notification parent (`/isr_change_notification`,
