@@ -1,6 +1,6 @@
 //! What the controller learns from znodes other than the broker and topic lists, against a real
 //! ZooKeeper, real broker processes and the real `zkCli.sh`: partitions an operator adds to
-//! `/brokers/topics/<t>`, ISR changes announced through
+//! `/brokers/topics/<t>`, a broker registration edited in place, ISR changes announced through
 //! `/isr_change_notification`, and notifications left from before a failover.
 
 mod common;
@@ -77,6 +77,39 @@ async fn partitions_an_operator_adds_to_the_topic_znode_get_leaders_and_reach_ev
     assert_eq!(p0.1, vec![1, 2], "the reordered replicas of partition 0 were not taken");
     let s0 = state(&zk, "grown", 0).await.expect("state");
     assert_eq!((s0.leader.0, s0.leader_epoch.0), (1, 0), "partition 0 was left alone");
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_registration_edited_in_place_reaches_the_other_brokers() {
+    let chroot = unique_chroot("watch-broker");
+    let _brokers = start(&chroot, &[1, 2]);
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 2).await;
+    let (data, stat) = zk.get_data("/brokers/ids/2").await.expect("registration");
+    let mut registration: serde_json::Value = serde_json::from_slice(&data).expect("json");
+    assert!(registration.get("rack").is_none(), "started without a rack");
+    registration["rack"] = serde_json::Value::String("rack-b".into());
+    zkcli_set(
+        &chroot,
+        "/brokers/ids/2",
+        ZNodeKind::BrokerRegistration,
+        &registration.to_string(),
+    );
+    wait_until(
+        Duration::from_secs(20),
+        "broker 1 to report broker 2's new rack",
+        || async {
+            let response = metadata(&zk, 1).await;
+            response
+                .brokers
+                .iter()
+                .any(|b| b.node_id.0 == 2 && b.rack.as_ref().is_some_and(|r| r.as_str() == "rack-b"))
+        },
+    )
+    .await;
+    let (_, after) = zk.get_data("/brokers/ids/2").await.expect("registration");
+    assert_eq!(after.czxid, stat.czxid, "the same registration, edited");
     zk.close().await;
 }
 

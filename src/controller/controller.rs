@@ -124,7 +124,7 @@ pub(super) struct Active {
     pub(super) epoch_version: ZkVersion,
     pub(super) ctx: ControllerContext,
     pub(super) channel: ControllerChannel,
-    /// Data watches on each topic's znode; dropped on resignation.
+    /// Data watches on each topic's and each live broker's znode; dropped on resignation.
     pub(super) watches: ZNodeWatches,
 }
 
@@ -260,6 +260,7 @@ impl Controller {
             Event::AutoPreferredReplicaLeaderElection => self.on_auto_rebalance().await,
             Event::LogDirEventNotification => self.on_log_dir_event().await,
             Event::IsrChangeNotification => self.on_isr_change_notification().await,
+            Event::BrokerModifications { broker } => self.on_broker_modifications(broker).await,
             Event::PartitionModifications { topic } => self.on_partition_modifications(&topic).await,
             Event::CreatePartitions {
                 topic,
@@ -396,7 +397,9 @@ impl Controller {
                 active.channel.add_broker(*id, addr, me);
             }
         }
+        let ids: Vec<BrokerId> = brokers.keys().copied().collect();
         active.ctx.live_brokers = brokers;
+        self.watch_brokers(&ids).await;
         // Every broker learns the cluster first, then leaders are (re)announced and elected.
         let all = match self.active.as_ref() {
             Some(active) => active.ctx.all_partitions(),
@@ -460,8 +463,12 @@ impl Controller {
             // A restarted broker reopens its log dirs; its replicas count as online again.
             active.ctx.offline_replicas.retain(|(_, _, b)| b != id);
         }
+        for id in &dead {
+            active.watches.unwatch(&paths::broker_id(*id));
+        }
         active.ctx.live_brokers = now;
         let all = active.ctx.all_partitions();
+        self.watch_brokers(&new).await;
         // Dead brokers leave the ISRs (and leadership); partitions without a leader are elected.
         self.elect_partitions(&all).await?;
         // Restarted brokers learn everything and get LeaderAndIsr for their replicas.

@@ -82,6 +82,10 @@ pub(super) enum Event {
     /// `/controller` was created, changed or deleted: re-check, maybe elect.
     ControllerChange,
     BrokerChange,
+    /// `/brokers/ids/<id>` data changed: the broker's endpoints, rack or features.
+    BrokerModifications {
+        broker: BrokerId,
+    },
     TopicChange,
     /// `/brokers/topics/<t>` data changed: maybe partitions were added.
     PartitionModifications {
@@ -183,7 +187,7 @@ pub(super) async fn forward_watch(mut stream: WatchStream, trigger: Trigger, eve
 }
 
 /// Per-znode data watches the active controller holds (Kafka's PartitionModificationsHandler
-/// per topic), keyed by path. Removing one (or dropping
+/// per topic, BrokerModificationsHandler per broker), keyed by path. Removing one (or dropping
 /// the whole set at resignation) stops its forwarder, which removes the ZooKeeper watch.
 #[derive(Debug, Default)]
 pub(super) struct ZNodeWatches {
@@ -243,8 +247,8 @@ mod tests {
     }
 
     /// Which handler each watch stands for decides what wakes it: child handlers (BrokerChange,
-    /// TopicChange, notifications) on child lists, PartitionModifications on data only
-    /// (creation and deletion are TopicChange's business).
+    /// TopicChange, notifications) on child lists, PartitionModifications / BrokerModifications
+    /// on data only (creation and deletion are BrokerChange's and TopicChange's business).
     #[test]
     fn triggers_fire_on_the_events_of_kafkas_handlers() {
         let events = [

@@ -5,7 +5,7 @@
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
 //! `event_manager` the event queue and the watches that feed it; `operations` the
 //! operator-facing work (controlled shutdown, leader elections, deletion); `modifications`
-//! partitions added to topic znodes by hand; `notifications` ISR-change notifications and
+//! in-place edits of topic and broker znodes; `notifications` ISR-change notifications and
 //! stale notifications at failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O;
 //! [`channel`] one sender per broker; [`requests`] builds the requests; [`decisions`],
 //! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.

@@ -196,6 +196,25 @@ pub async fn live_brokers<S: ZkStore + Clone>(
     Ok(brokers)
 }
 
+/// One broker's registration, if it is registered.
+pub async fn broker<S: ZkStore>(zk: &S, id: BrokerId) -> Result<Option<RegisteredBroker>, ControllerZkError> {
+    let path = paths::broker_id(id);
+    let (data, stat) = match zk.get_data(&path).await {
+        Ok(r) => r,
+        Err(ZkError::NoNode { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let registration = BrokerRegistration::decode(&data).map_err(|e| ControllerZkError::Malformed {
+        path,
+        reason: e.to_string(),
+    })?;
+    Ok(Some(RegisteredBroker {
+        id,
+        registration,
+        epoch: stat.czxid,
+    }))
+}
+
 /// Topic names under `/brokers/topics`.
 pub async fn topic_names<S: ZkStore>(zk: &S) -> Result<Vec<String>, ControllerZkError> {
     Ok(zk.children(paths::BROKER_TOPICS).await?)
