@@ -249,7 +249,10 @@ fn start_metrics(listener: &str) -> anyhow::Result<()> {
     let addr: std::net::SocketAddr = listener
         .parse()
         .with_context(|| format!("metrics.listener {listener:?} is not host:port"))?;
+    // Timers get the percentiles Kafka's Yammer histograms expose to JMX (50th … 999th).
     metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_quantiles(&[0.5, 0.75, 0.95, 0.98, 0.99, 0.999])
+        .context("metrics quantiles")?
         .with_http_listener(addr)
         .install()
         .with_context(|| format!("cannot serve metrics on {addr}"))?;

@@ -8,75 +8,12 @@ mod common;
 
 use std::time::Duration;
 
+use common::cluster::{
+    cluster_ready, controller_epoch, controller_of, create_topic_by_hand, scrape, start, start_with, state, SESSION_MS,
+};
 use common::{unique_chroot, wait_until, zkcli, zookeeper, BrokerProcess, BrokerSpec};
-use kastle::zk::models::{ControllerZNode, PartitionState, ZNodePayload};
-use kastle::zk::paths::ZNodeKind;
 use kastle::zk::store::{CreateMode, ZkStore};
 use kastle::zk::ZkSession;
-
-const SESSION_MS: u64 = 3_000;
-
-async fn controller_of(zk: &ZkSession) -> Option<i32> {
-    let (data, _) = zk.get_data("/controller").await.ok()?;
-    ControllerZNode::decode(&data).ok().map(|c| c.brokerid.0)
-}
-
-async fn controller_epoch(zk: &ZkSession) -> i32 {
-    let (data, _) = zk.get_data("/controller_epoch").await.expect("epoch");
-    String::from_utf8_lossy(&data).trim().parse().expect("decimal")
-}
-
-async fn state(zk: &ZkSession, topic: &str, partition: i32) -> Option<PartitionState> {
-    let (data, _) = zk
-        .get_data(&format!("/brokers/topics/{topic}/partitions/{partition}/state"))
-        .await
-        .ok()?;
-    let problems = kastle::zk::schema::validate(ZNodeKind::PartitionState, &data).expect("schema");
-    assert!(problems.is_empty(), "{problems:?}");
-    PartitionState::decode(&data).ok()
-}
-
-fn start(chroot: &str, ids: &[i32]) -> Vec<BrokerProcess> {
-    start_with(chroot, ids, |spec| spec)
-}
-
-/// Brokers `ids` with the test session timeout, each spec adjusted by `adjust`.
-fn start_with(chroot: &str, ids: &[i32], adjust: impl Fn(BrokerSpec) -> BrokerSpec) -> Vec<BrokerProcess> {
-    ids.iter()
-        .map(|id| {
-            BrokerProcess::start(&adjust(
-                BrokerSpec::new(*id, &zookeeper().connect(chroot)).session_timeout_ms(SESSION_MS),
-            ))
-        })
-        .collect()
-}
-
-/// All `n` brokers registered and a controller elected.
-async fn cluster_ready(zk: &ZkSession, n: usize) {
-    all_registered(zk, n).await;
-    wait_until(Duration::from_secs(20), "a controller", || async {
-        controller_of(zk).await.is_some()
-    })
-    .await;
-}
-
-async fn all_registered(zk: &ZkSession, n: usize) {
-    wait_until(Duration::from_secs(20), "brokers registered", || async {
-        zk.children("/brokers/ids").await.map(|c| c.len() == n).unwrap_or(false)
-    })
-    .await;
-}
-
-/// Writes a topic the way an operator with zkCli (or Kafka 2.x's `--zookeeper` tools) would.
-async fn create_topic_by_hand(zk: &ZkSession, topic: &str, assignment: &str) {
-    zk.create(
-        &format!("/brokers/topics/{topic}"),
-        format!(r#"{{"version":1,"partitions":{assignment}}}"#).as_bytes(),
-        CreateMode::Persistent,
-    )
-    .await
-    .expect("write topic");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_controller_is_elected_and_a_new_one_takes_over_after_kill_9() {
@@ -300,17 +237,6 @@ async fn a_paused_controller_loses_its_role_and_one_controller_remains_after_it_
     zk.close().await;
 }
 
-fn http_get(addr: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).ok()?;
-    Some(body)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_controller_reports_itself_on_the_prometheus_endpoint() {
     let chroot = unique_chroot("ctrl-metrics");
@@ -322,7 +248,7 @@ async fn the_controller_reports_itself_on_the_prometheus_endpoint() {
             .with("metrics.listener", &addr),
     );
     wait_until(Duration::from_secs(20), "the active controller gauge", || {
-        let body = http_get(&addr).unwrap_or_default();
+        let body = scrape(&addr).unwrap_or_default();
         async move { body.contains("kafka_controller_kafkacontroller_activecontrollercount 1") }
     })
     .await;
@@ -330,7 +256,7 @@ async fn the_controller_reports_itself_on_the_prometheus_endpoint() {
     let zk = zookeeper().session(&chroot).await;
     create_topic_by_hand(&zk, "counted", r#"{"0":[1],"1":[9]}"#).await;
     wait_until(Duration::from_secs(20), "the cluster gauges", || {
-        let body = http_get(&addr).unwrap_or_default();
+        let body = scrape(&addr).unwrap_or_default();
         async move {
             [
                 "kafka_controller_kafkacontroller_globaltopiccount 1",
@@ -343,6 +269,121 @@ async fn the_controller_reports_itself_on_the_prometheus_endpoint() {
         }
     })
     .await;
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elections_after_a_failover_are_timed_and_unclean_ones_counted() {
+    use kastle::controller::stats::{
+        EVENT_QUEUE_SIZE, EVENT_QUEUE_TIME_MS, LEADER_ELECTION_TIME_MS, UNCLEAN_LEADER_ELECTIONS,
+    };
+    let chroot = unique_chroot("ctrl-election-metrics");
+    let addrs: Vec<String> = (0..2)
+        .map(|_| format!("127.0.0.1:{}", common::zookeeper::free_port()))
+        .collect();
+    let brokers: Vec<BrokerProcess> = [1, 2]
+        .iter()
+        .zip(&addrs)
+        .map(|(id, addr)| {
+            BrokerProcess::start(
+                &BrokerSpec::new(*id, &zookeeper().connect(&chroot))
+                    .session_timeout_ms(SESSION_MS)
+                    .with("metrics.listener", addr)
+                    .with("unclean.leader.election.enable", "true"),
+            )
+        })
+        .collect();
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 2).await;
+    let first = controller_of(&zk).await.expect("controller");
+    let other = 3 - first;
+    let other_addr = addrs[(other - 1) as usize].clone();
+    let election_count = format!("{LEADER_ELECTION_TIME_MS}_count");
+    let queue_time_count = format!("{EVENT_QUEUE_TIME_MS}_count");
+    // Kafka's MBeans exist from start-up, so the names are there before anything happened.
+    wait_until(Duration::from_secs(20), "the controller metrics", || {
+        let body = scrape(&other_addr).unwrap_or_default();
+        let names = [
+            &election_count,
+            UNCLEAN_LEADER_ELECTIONS,
+            EVENT_QUEUE_SIZE,
+            &queue_time_count,
+        ];
+        async move { names.iter().all(|n| body.contains(*n)) }
+    })
+    .await;
+    let before = scrape(&other_addr).expect("metrics");
+    assert_eq!(common::cluster::sample(&before, &election_count), Some(0.0), "{before}");
+
+    // Partition 0 has both brokers in its ISR; partition 1 only the first controller, so
+    // replacing its leader is unclean.
+    let state_p1 = format!(r#"{{"controller_epoch":1,"leader":{first},"version":1,"leader_epoch":0,"isr":[{first}]}}"#);
+    let assignment = format!(r#"{{"version":1,"partitions":{{"0":[{first},{other}],"1":[{first},{other}]}}}}"#);
+    zk.multi(vec![
+        kastle::zk::store::Op::Create {
+            path: "/brokers/topics/metered".into(),
+            data: assignment.into_bytes(),
+            mode: CreateMode::Persistent,
+        },
+        kastle::zk::store::Op::Create {
+            path: "/brokers/topics/metered/partitions".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        },
+        kastle::zk::store::Op::Create {
+            path: "/brokers/topics/metered/partitions/1".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        },
+        kastle::zk::store::Op::Create {
+            path: "/brokers/topics/metered/partitions/1/state".into(),
+            data: state_p1.into_bytes(),
+            mode: CreateMode::Persistent,
+        },
+    ])
+    .await
+    .expect("topic and partition 1's state");
+    wait_until(
+        Duration::from_secs(20),
+        "the first controller to elect partition 0",
+        || async { state(&zk, "metered", 0).await.is_some_and(|s| s.leader.0 == first) },
+    )
+    .await;
+
+    brokers[(first - 1) as usize].signal("KILL");
+    wait_until(
+        Duration::from_millis(SESSION_MS + 15_000),
+        "the other broker to take over and lead both partitions",
+        || async {
+            controller_of(&zk).await == Some(other)
+                && state(&zk, "metered", 0).await.is_some_and(|s| s.leader.0 == other)
+                && state(&zk, "metered", 1).await.is_some_and(|s| s.leader.0 == other)
+        },
+    )
+    .await;
+    assert_eq!(
+        state(&zk, "metered", 1).await.expect("state").leader_recovery_state,
+        Some(1),
+        "an unclean leader starts RECOVERING"
+    );
+    wait_until(Duration::from_secs(10), "the election metrics to move", || {
+        let body = scrape(&other_addr).unwrap_or_default();
+        let (count, unclean) = (election_count.clone(), UNCLEAN_LEADER_ELECTIONS);
+        async move {
+            common::cluster::sample(&body, &count).is_some_and(|c| c > 0.0)
+                && common::cluster::sample(&body, unclean) == Some(1.0)
+        }
+    })
+    .await;
+    let after = scrape(&other_addr).expect("metrics");
+    assert!(
+        after.contains(&format!("{LEADER_ELECTION_TIME_MS}{{quantile=\"0.99\"}}")),
+        "the timer has Kafka's percentiles: {after}"
+    );
+    assert!(
+        common::cluster::sample(&after, &queue_time_count).is_some_and(|c| c > 0.0),
+        "events went through the queue: {after}"
+    );
     zk.close().await;
 }
 

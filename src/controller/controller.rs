@@ -5,18 +5,20 @@
 //! LeaderAndIsr / UpdateMetadata. A failed epoch check means another controller exists: resign.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 
 use super::channel::{ControlRequest, ControllerChannel};
 use super::decisions;
+use super::event_manager::{self, Event, EventQueue, Reply, Trigger, ZNodeWatches};
 use super::requests::{self, ControllerContext};
+use super::stats;
 use super::zk_ops::{self, ControllerZkError, StoredLeadership};
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::paths;
 use crate::zk::session::SessionEvent;
-use crate::zk::store::{WatchEvent, WatchMode, ZkStore};
+use crate::zk::store::{WatchMode, ZkStore};
 use crate::zk::ZkSession;
 
 /// The answer to a ControlledShutdown: partitions the broker still leads, or an error code.
@@ -25,74 +27,6 @@ pub type ShutdownResult = Result<Vec<(String, i32)>, i16>;
 /// Per-partition outcome of an ElectLeaders request (error code 0 = elected), or an error
 /// for the whole request.
 pub type ElectionOutcome = Result<Vec<((String, i32), i16)>, i16>;
-
-/// Where a request's answer goes (shared so events stay `Clone`).
-#[derive(Debug)]
-struct Reply<T>(Arc<Mutex<Option<oneshot::Sender<T>>>>);
-
-impl<T> Clone for Reply<T> {
-    fn clone(&self) -> Self {
-        Reply(self.0.clone())
-    }
-}
-
-impl<T> Reply<T> {
-    fn new() -> (Self, oneshot::Receiver<T>) {
-        let (tx, rx) = oneshot::channel();
-        (Reply(Arc::new(Mutex::new(Some(tx)))), rx)
-    }
-
-    fn send(&self, result: T) {
-        if let Some(tx) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = tx.send(result);
-        }
-    }
-}
-
-/// What the controller reacts to.
-#[derive(Debug, Clone)]
-enum Event {
-    /// A broker asks to move its leaderships away before it stops.
-    ControlledShutdown {
-        broker: BrokerId,
-        broker_epoch: i64,
-        reply: Reply<ShutdownResult>,
-    },
-    /// ElectLeaders API: `None` = every partition.
-    ElectLeaders {
-        partitions: Option<Vec<(String, i32)>>,
-        unclean: bool,
-        reply: Reply<ElectionOutcome>,
-    },
-    /// `/admin/preferred_replica_election` was written (legacy tools).
-    PreferredReplicaElectionZNode,
-    /// The periodic leader-imbalance check (`auto.leader.rebalance.enable`).
-    AutoPreferredReplicaLeaderElection,
-    /// `/log_dir_event_notification` children changed: a broker lost a log dir.
-    LogDirEventNotification,
-    /// CreatePartitions for one topic: the new total and, optionally, the new partitions' replicas.
-    CreatePartitions {
-        topic: String,
-        count: i32,
-        assignment: Option<Vec<Vec<BrokerId>>>,
-        validate_only: bool,
-        reply: Reply<Result<(), i16>>,
-    },
-    /// A broker answered KAFKA_STORAGE_ERROR for these replicas.
-    OfflineReplicas {
-        broker: BrokerId,
-        partitions: Vec<(String, i32)>,
-    },
-    Startup,
-    /// `/controller` was created, changed or deleted: re-check, maybe elect.
-    ControllerChange,
-    BrokerChange,
-    TopicChange,
-    /// `/admin/delete_topics` children changed.
-    TopicDeletion,
-    SessionEnded,
-    SessionEstablished,
-}
 
 /// Why a controlled shutdown could not be handled.
 pub(super) enum ShutdownError {
@@ -118,7 +52,7 @@ pub struct ControllerConfig {
 #[derive(Debug, Clone)]
 pub struct ControllerHandle {
     active: watch::Receiver<Option<ControllerEpoch>>,
-    events: mpsc::UnboundedSender<Event>,
+    events: EventQueue,
 }
 
 impl ControllerHandle {
@@ -134,17 +68,12 @@ impl ControllerHandle {
     /// Handles a ControlledShutdown request (on the active controller): moves leaderships off
     /// `broker` and answers with the partitions it still leads.
     pub async fn controlled_shutdown(&self, broker: BrokerId, broker_epoch: i64) -> ShutdownResult {
-        let (tx, rx) = oneshot::channel();
-        let reply = Reply(Arc::new(Mutex::new(Some(tx))));
-        if self
-            .events
-            .send(Event::ControlledShutdown {
-                broker,
-                broker_epoch,
-                reply,
-            })
-            .is_err()
-        {
+        let (reply, rx) = Reply::new();
+        if !self.events.put(Event::ControlledShutdown {
+            broker,
+            broker_epoch,
+            reply,
+        }) {
             return Err(NOT_CONTROLLER);
         }
         rx.await.unwrap_or(Err(NOT_CONTROLLER))
@@ -153,15 +82,11 @@ impl ControllerHandle {
     /// Handles an ElectLeaders request (on the active controller).
     pub async fn elect_leaders(&self, partitions: Option<Vec<(String, i32)>>, unclean: bool) -> ElectionOutcome {
         let (reply, rx) = Reply::new();
-        if self
-            .events
-            .send(Event::ElectLeaders {
-                partitions,
-                unclean,
-                reply,
-            })
-            .is_err()
-        {
+        if !self.events.put(Event::ElectLeaders {
+            partitions,
+            unclean,
+            reply,
+        }) {
             return Err(NOT_CONTROLLER);
         }
         rx.await.unwrap_or(Err(NOT_CONTROLLER))
@@ -176,17 +101,13 @@ impl ControllerHandle {
         validate_only: bool,
     ) -> Result<(), i16> {
         let (reply, rx) = Reply::new();
-        if self
-            .events
-            .send(Event::CreatePartitions {
-                topic,
-                count,
-                assignment,
-                validate_only,
-                reply,
-            })
-            .is_err()
-        {
+        if !self.events.put(Event::CreatePartitions {
+            topic,
+            count,
+            assignment,
+            validate_only,
+            reply,
+        }) {
             return Err(NOT_CONTROLLER);
         }
         rx.await.unwrap_or(Err(NOT_CONTROLLER))
@@ -203,61 +124,70 @@ pub(super) struct Active {
     pub(super) epoch_version: ZkVersion,
     pub(super) ctx: ControllerContext,
     pub(super) channel: ControllerChannel,
+    /// Data watches on each topic's and each live broker's znode; dropped on resignation.
+    pub(super) watches: ZNodeWatches,
 }
 
 pub(super) struct Controller {
     pub(super) config: ControllerConfig,
     pub(super) zk: ZkSession,
     pub(super) active: Option<Active>,
-    /// Its own queue, for callbacks that report back (offline replicas).
-    events: mpsc::UnboundedSender<Event>,
+    /// Its own queue, for watches and callbacks that report back (offline replicas).
+    pub(super) events: EventQueue,
     state: watch::Sender<Option<ControllerEpoch>>,
 }
 
 /// Starts the controller module of this broker.
 pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Receiver<bool>) -> ControllerHandle {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    stats::register();
+    let (queue, mut rx) = event_manager::queue();
     let (state, active) = watch::channel(None);
-    for (path, mode, event) in [
-        (paths::CONTROLLER, WatchMode::Persistent, Event::ControllerChange),
-        (paths::BROKER_IDS, WatchMode::Persistent, Event::BrokerChange),
-        (paths::BROKER_TOPICS, WatchMode::Persistent, Event::TopicChange),
-        (paths::DELETE_TOPICS, WatchMode::Persistent, Event::TopicDeletion),
+    // Kafka registers the child and existence handlers at failover; persistent watches set
+    // once here serve every term, and events reaching a controller that is not active are no-ops.
+    for (path, trigger, event) in [
+        (paths::CONTROLLER, Trigger::Any, Event::ControllerChange),
+        (paths::BROKER_IDS, Trigger::Children, Event::BrokerChange),
+        (paths::BROKER_TOPICS, Trigger::Children, Event::TopicChange),
+        (paths::DELETE_TOPICS, Trigger::Children, Event::TopicDeletion),
         (
             paths::PREFERRED_REPLICA_ELECTION,
-            WatchMode::Persistent,
+            Trigger::CreatedOrData,
             Event::PreferredReplicaElectionZNode,
         ),
         (
             paths::LOG_DIR_EVENT_NOTIFICATION,
-            WatchMode::Persistent,
+            Trigger::Children,
             Event::LogDirEventNotification,
         ),
+        (
+            paths::ISR_CHANGE_NOTIFICATION,
+            Trigger::Children,
+            Event::IsrChangeNotification,
+        ),
     ] {
-        match zk.watch(path, mode).await {
+        match zk.watch(path, WatchMode::Persistent).await {
             Ok(stream) => {
-                tokio::spawn(forward_watch(stream, event, tx.clone()));
+                tokio::spawn(event_manager::forward_watch(stream, trigger, event, queue.clone()));
             }
             Err(e) => tracing::error!(path, error = %e, "controller cannot watch"),
         }
     }
     let mut session_events = zk.subscribe();
-    let session_tx = tx.clone();
+    let session_queue = queue.clone();
     tokio::spawn(async move {
         while let Ok(e) = session_events.recv().await {
             let event = match e {
                 SessionEvent::Ended { .. } => Event::SessionEnded,
                 SessionEvent::Established { .. } => Event::SessionEstablished,
             };
-            if session_tx.send(event).is_err() {
+            if !session_queue.put(event) {
                 return;
             }
         }
     });
-    let _ = tx.send(Event::Startup);
-    let events = tx.clone();
+    queue.put(Event::Startup);
     if config.auto_leader_rebalance {
-        let (tx, every, mut stop) = (tx.clone(), config.leader_imbalance_check_interval, stop.clone());
+        let (queue, every, mut stop) = (queue.clone(), config.leader_imbalance_check_interval, stop.clone());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.tick().await;
@@ -266,7 +196,7 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
                     _ = tick.tick() => {},
                     _ = stop.changed() => return,
                 }
-                if tx.send(Event::AutoPreferredReplicaLeaderElection).is_err() {
+                if !queue.put(Event::AutoPreferredReplicaLeaderElection) {
                     return;
                 }
             }
@@ -277,12 +207,12 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
         zk,
         active: None,
         state,
-        events: tx.clone(),
+        events: queue.clone(),
     };
     tokio::spawn(async move {
         loop {
             let event = tokio::select! {
-                e = rx.recv() => match e { Some(e) => e, None => return },
+                e = rx.next() => match e { Some(e) => e, None => return },
                 _ = stop.changed() => {
                     controller.resign("broker shutting down");
                     return;
@@ -291,29 +221,12 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
             controller.process(event).await;
         }
     });
-    ControllerHandle { active, events }
+    ControllerHandle { active, events: queue }
 }
 
 pub(super) const NOT_CONTROLLER: i16 = 41;
 pub(super) const BROKER_NOT_AVAILABLE: i16 = 8;
 pub(super) const STALE_BROKER_EPOCH: i16 = 77;
-
-async fn forward_watch(mut stream: crate::zk::store::WatchStream, event: Event, tx: mpsc::UnboundedSender<Event>) {
-    while let Some(e) = stream.recv().await {
-        let relevant = matches!(event, Event::ControllerChange)
-            || matches!(e, WatchEvent::ChildrenChanged { .. } | WatchEvent::Rearmed)
-            || matches!(
-                (&event, &e),
-                (
-                    Event::PreferredReplicaElectionZNode,
-                    WatchEvent::Created { .. } | WatchEvent::DataChanged { .. }
-                )
-            );
-        if relevant && tx.send(event.clone()).is_err() {
-            return;
-        }
-    }
-}
 
 impl Controller {
     async fn process(&mut self, event: Event) {
@@ -346,6 +259,9 @@ impl Controller {
             Event::PreferredReplicaElectionZNode => self.on_preferred_replica_election_znode().await,
             Event::AutoPreferredReplicaLeaderElection => self.on_auto_rebalance().await,
             Event::LogDirEventNotification => self.on_log_dir_event().await,
+            Event::IsrChangeNotification => self.on_isr_change_notification().await,
+            Event::BrokerModifications { broker } => self.on_broker_modifications(broker).await,
+            Event::PartitionModifications { topic } => self.on_partition_modifications(&topic).await,
             Event::CreatePartitions {
                 topic,
                 count,
@@ -396,40 +312,7 @@ impl Controller {
             Err(ControllerZkError::ControllerMoved) => self.resign("another controller was elected"),
             Err(e) => tracing::error!(error = %e, "controller event failed"),
         }
-        self.update_gauges();
-    }
-
-    /// The controller gauges with Kafka's JMX-exporter names (zero on a non-active controller,
-    /// as in Kafka, so the cluster-wide sum is the truth).
-    fn update_gauges(&self) {
-        let (topics, partitions, offline, brokers, imbalance) = match &self.active {
-            None => (0, 0, 0, 0, 0),
-            Some(a) => {
-                let ctx = &a.ctx;
-                let all = ctx.all_partitions();
-                let offline = all
-                    .iter()
-                    .filter(|k| {
-                        ctx.leaderships
-                            .get(*k)
-                            .is_none_or(|l| l.leader < 0 || !ctx.is_live(BrokerId(l.leader)))
-                    })
-                    .count();
-                let imbalance = all
-                    .iter()
-                    .filter(|k| {
-                        let head = ctx.replicas(&k.0, k.1).first().map(|b| b.0);
-                        ctx.leaderships.get(*k).is_some_and(|l| Some(l.leader) != head)
-                    })
-                    .count();
-                (ctx.topics.len(), all.len(), offline, ctx.live_brokers.len(), imbalance)
-            }
-        };
-        metrics::gauge!("kafka_controller_kafkacontroller_globaltopiccount").set(topics as f64);
-        metrics::gauge!("kafka_controller_kafkacontroller_globalpartitioncount").set(partitions as f64);
-        metrics::gauge!("kafka_controller_kafkacontroller_offlinepartitionscount").set(offline as f64);
-        metrics::gauge!("kafka_controller_kafkacontroller_activebrokercount").set(brokers as f64);
-        metrics::gauge!("kafka_controller_kafkacontroller_preferredreplicaimbalancecount").set(imbalance as f64);
+        stats::ControllerGauges::of(self.active.as_ref().map(|a| &a.ctx)).publish();
     }
 
     fn resign(&mut self, why: &str) {
@@ -466,12 +349,13 @@ impl Controller {
         };
         let events = self.events.clone();
         let on_offline: super::channel::OfflineReplicasCallback = std::sync::Arc::new(move |broker, partitions| {
-            let _ = events.send(Event::OfflineReplicas { broker, partitions });
+            events.put(Event::OfflineReplicas { broker, partitions });
         });
         self.active = Some(Active {
             epoch_version,
             ctx,
             channel: ControllerChannel::new(on_offline),
+            watches: ZNodeWatches::default(),
         });
         if let Err(e) = self.on_failover().await {
             tracing::error!(error = %e, "controller failover failed; moving the controller");
@@ -484,11 +368,17 @@ impl Controller {
         Ok(())
     }
 
-    /// Loads the cluster from ZooKeeper, tells every broker, and elects what needs a leader.
+    /// Loads the cluster from ZooKeeper, tells every broker, and elects what needs a leader
+    /// (Kafka's onControllerFailover).
     async fn on_failover(&mut self) -> Result<(), ControllerZkError> {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
+        // The full read below covers whatever they announced, and every replica gets
+        // LeaderAndIsr (a replica in a failed log dir answers KAFKA_STORAGE_ERROR to it).
+        self.delete_stale_notifications().await?;
         let brokers = zk_ops::live_brokers(&self.zk).await?;
         let names = zk_ops::topic_names(&self.zk).await?;
+        // Watch before reading, so an edit in between is not missed.
+        self.watch_topics(&names).await;
         let topics = zk_ops::topic_infos(&self.zk, &names).await?;
         let partitions: Vec<(String, i32)> = topics
             .iter()
@@ -507,25 +397,26 @@ impl Controller {
                 active.channel.add_broker(*id, addr, me);
             }
         }
+        let ids: Vec<BrokerId> = brokers.keys().copied().collect();
         active.ctx.live_brokers = brokers;
+        self.watch_brokers(&ids).await;
         // Every broker learns the cluster first, then leaders are (re)announced and elected.
-        let all = active.ctx.all_partitions();
+        let all = match self.active.as_ref() {
+            Some(active) => active.ctx.all_partitions(),
+            None => return Ok(()),
+        };
         self.send_update_metadata(&all);
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        let online: Vec<(String, i32)> = {
-            let ctx = &active.ctx;
-            all.iter()
-                .filter(|k| {
-                    ctx.leaderships
-                        .get(*k)
-                        .is_some_and(|l| l.leader >= 0 && ctx.is_live(BrokerId(l.leader)))
-                })
+        // Kafka's replica state machine start-up: LeaderAndIsr for every partition with a
+        // state, to each of its live replicas.
+        let with_state: Vec<(String, i32)> = match self.active.as_ref() {
+            Some(active) => all
+                .iter()
+                .filter(|k| active.ctx.leaderships.contains_key(*k))
                 .cloned()
-                .collect()
+                .collect(),
+            None => return Ok(()),
         };
-        self.send_leader_and_isr(&online, false);
+        self.send_leader_and_isr(&with_state, false);
         self.elect_partitions(&all).await?;
         // Resume deletions queued before this controller took over.
         self.on_topic_deletion().await?;
@@ -572,8 +463,12 @@ impl Controller {
             // A restarted broker reopens its log dirs; its replicas count as online again.
             active.ctx.offline_replicas.retain(|(_, _, b)| b != id);
         }
+        for id in &dead {
+            active.watches.unwatch(&paths::broker_id(*id));
+        }
         active.ctx.live_brokers = now;
         let all = active.ctx.all_partitions();
+        self.watch_brokers(&new).await;
         // Dead brokers leave the ISRs (and leadership); partitions without a leader are elected.
         self.elect_partitions(&all).await?;
         // Restarted brokers learn everything and get LeaderAndIsr for their replicas.
@@ -603,18 +498,28 @@ impl Controller {
         if new.is_empty() {
             return Ok(());
         }
+        self.watch_topics(&new).await;
         let infos = zk_ops::topic_infos(&self.zk, &new).await?;
         let partitions: Vec<(String, i32)> = infos
             .iter()
             .flat_map(|(t, i)| i.assignment.keys().map(move |p| (t.clone(), *p)))
             .collect();
-        // Normally new partitions have no state yet; one written by hand (or left by an earlier
-        // controller) is taken as it is.
-        let existing = zk_ops::leaderships(&self.zk, &partitions).await?;
         let Some(active) = self.active.as_mut() else {
             return Ok(());
         };
         active.ctx.topics.extend(infos);
+        tracing::info!(topics = ?new, partitions = partitions.len(), "new topics");
+        self.on_new_partitions(&partitions).await
+    }
+
+    /// Kafka's onNewPartitionCreation for partitions just added to the context's assignment.
+    /// Normally they have no state yet; one written by hand (or left by an earlier controller)
+    /// is taken as it is and announced. The rest get leaders from their live replicas.
+    pub(super) async fn on_new_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
+        let existing = zk_ops::leaderships(&self.zk, partitions).await?;
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
         let mut announced = Vec::new();
         for (key, l) in existing {
             if l.leader >= 0 && active.ctx.is_live(BrokerId(l.leader)) {
@@ -622,15 +527,15 @@ impl Controller {
             }
             active.ctx.leaderships.insert(key, l);
         }
-        tracing::info!(topics = ?new, partitions = partitions.len(), "new topics");
         self.send_leader_and_isr(&announced, true);
         self.send_update_metadata(&announced);
-        self.elect_partitions(&partitions).await
+        self.elect_partitions(partitions).await
     }
 
     /// Decides every partition in `partitions` that needs a change (new, leaderless, or with a
     /// dead member in its ISR), writes ZooKeeper (fenced, batched), and announces the result.
     pub(super) async fn elect_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
+        let started = Instant::now();
         let unclean = self.config.unclean_leader_election;
         let Some(active) = self.active.as_ref() else {
             return Ok(());
@@ -663,14 +568,17 @@ impl Controller {
         if creates.is_empty() && updates.is_empty() {
             return Ok(());
         }
-        self.write_and_announce(creates, updates).await
+        self.write_and_announce(started, creates, updates).await
     }
 
     /// Writes decided leaderships — new state znodes for `creates`, conditional updates (on each
     /// znode's version) for `updates` — fenced by the controller epoch and in batches well under
     /// ZooKeeper's 1 MB request limit; records them; sends LeaderAndIsr and UpdateMetadata.
+    /// A step that elected leaders counts in the election timer, from `started` (when the
+    /// step began deciding) to now.
     pub(super) async fn write_and_announce(
         &mut self,
+        started: Instant,
         creates: Vec<((String, i32), StoredLeadership)>,
         updates: Vec<((String, i32), StoredLeadership)>,
     ) -> Result<(), ControllerZkError> {
@@ -697,14 +605,27 @@ impl Controller {
             return Ok(());
         };
         let mut changed = Vec::with_capacity(written.len());
+        let (mut elected, mut unclean) = (0, 0);
         for (key, l) in written {
             if l.leader < 0 {
                 metrics::counter!("kastle_controller_offline_partitions_total").increment(1);
             }
+            match decisions::leader_change(active.ctx.leaderships.get(&key), &l) {
+                decisions::LeaderChange::NotElected => {}
+                decisions::LeaderChange::Clean => elected += 1,
+                decisions::LeaderChange::Unclean => {
+                    tracing::warn!(topic = %key.0, partition = key.1, leader = l.leader, "unclean leader election");
+                    elected += 1;
+                    unclean += 1;
+                }
+            }
             active.ctx.leaderships.insert(key.clone(), l);
             changed.push(key);
         }
-        tracing::info!(partitions = changed.len(), "leaders and ISRs written");
+        if elected > 0 {
+            stats::leader_election(started.elapsed(), unclean);
+        }
+        tracing::info!(partitions = changed.len(), elected, "leaders and ISRs written");
         self.send_leader_and_isr(&changed, is_new);
         self.send_update_metadata(&changed);
         Ok(())

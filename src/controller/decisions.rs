@@ -105,6 +105,30 @@ pub fn controlled_shutdown(
     })
 }
 
+/// What writing `next` over `previous` does to a partition's leadership, for Kafka's
+/// `LeaderElectionRateAndTimeMs` (steps that elect) and `UncleanLeaderElectionsPerSec`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaderChange {
+    /// Same leader (an ISR change only), or no leader at all.
+    NotElected,
+    /// A new partition's first leader, or a new leader from the ISR.
+    Clean,
+    /// A new leader from outside the ISR: may lack committed records.
+    Unclean,
+}
+
+pub fn leader_change(previous: Option<&StoredLeadership>, next: &StoredLeadership) -> LeaderChange {
+    if next.leader < 0 {
+        return LeaderChange::NotElected;
+    }
+    match previous {
+        None => LeaderChange::Clean,
+        Some(p) if p.leader == next.leader => LeaderChange::NotElected,
+        Some(p) if p.isr.contains(&BrokerId(next.leader)) => LeaderChange::Clean,
+        Some(_) => LeaderChange::Unclean,
+    }
+}
+
 /// ELECTION_NOT_NEEDED: the wanted leader already leads.
 pub const ELECTION_NOT_NEEDED: i16 = 84;
 /// PREFERRED_LEADER_NOT_AVAILABLE: the first assigned replica is dead or out of sync.
@@ -153,5 +177,54 @@ fn stored(next: election::LeaderAndIsr, current: &StoredLeadership, controller_e
         controller_epoch,
         leader_recovery_state: next.leader_recovery_state,
         zk_version: current.zk_version,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(leader: i32, isr: &[i32]) -> StoredLeadership {
+        StoredLeadership {
+            leader,
+            leader_epoch: 0,
+            isr: isr.iter().map(|b| BrokerId(*b)).collect(),
+            controller_epoch: 1,
+            leader_recovery_state: 0,
+            zk_version: 0,
+        }
+    }
+
+    /// PartitionStateMachine marks UncleanLeaderElectionsPerSec when the leader comes from
+    /// outside the ISR; an ISR shrink with the same leader elects nobody.
+    #[test]
+    fn leader_changes_are_classified_against_the_previous_isr() {
+        use LeaderChange::*;
+        let cases: [(&str, Option<StoredLeadership>, StoredLeadership, LeaderChange); 6] = [
+            ("new partition", None, l(1, &[1, 2]), Clean),
+            ("new partition without a live replica", None, l(-1, &[]), NotElected),
+            (
+                "dead leader replaced from the ISR",
+                Some(l(1, &[1, 2])),
+                l(2, &[2]),
+                Clean,
+            ),
+            (
+                "dead leader replaced from outside the ISR",
+                Some(l(1, &[1])),
+                l(2, &[2]),
+                Unclean,
+            ),
+            (
+                "dead follower leaves the ISR",
+                Some(l(1, &[1, 2])),
+                l(1, &[1]),
+                NotElected,
+            ),
+            ("last ISR member dies", Some(l(1, &[1])), l(-1, &[1]), NotElected),
+        ];
+        for (what, previous, next, want) in cases {
+            assert_eq!(leader_change(previous.as_ref(), &next), want, "{what}");
+        }
     }
 }

@@ -3,10 +3,12 @@
 //! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata to brokers.
 //!
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
-//! `operations` the operator-facing work (controlled shutdown, leader elections, deletion);
-//! [`zk_ops`] its ZooKeeper I/O; [`channel`]
-//! one sender per broker; [`requests`] builds the requests; [`decisions`], [`election`],
-//! [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
+//! `event_manager` the event queue and the watches that feed it; `operations` the
+//! operator-facing work (controlled shutdown, leader elections, deletion); `modifications`
+//! in-place edits of topic and broker znodes; `notifications` ISR-change notifications and
+//! stale notifications at failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O;
+//! [`channel`] one sender per broker; [`requests`] builds the requests; [`decisions`],
+//! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
 
 pub mod assignment;
 pub mod channel;
@@ -14,10 +16,14 @@ pub mod channel;
 pub mod controller;
 pub mod decisions;
 pub mod election;
+mod event_manager;
+pub mod modifications;
+mod notifications;
 mod operations;
 pub mod partition_state;
 pub mod replica_state;
 pub mod requests;
+pub mod stats;
 pub mod zk_ops;
 
 pub use controller::{start, ControllerConfig, ControllerHandle};

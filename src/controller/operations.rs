@@ -22,6 +22,7 @@ impl Controller {
         broker: BrokerId,
         broker_epoch: i64,
     ) -> Result<Vec<(String, i32)>, ShutdownError> {
+        let started = std::time::Instant::now();
         let Some(active) = self.active.as_mut() else {
             return Err(ShutdownError::Code(NOT_CONTROLLER));
         };
@@ -49,7 +50,7 @@ impl Controller {
             }
         }
         let moved = updates.len();
-        self.write_and_announce(Vec::new(), updates)
+        self.write_and_announce(started, Vec::new(), updates)
             .await
             .map_err(ShutdownError::Zk)?;
         let Some(active) = self.active.as_ref() else {
@@ -74,6 +75,7 @@ impl Controller {
         partitions: Option<Vec<(String, i32)>>,
         unclean: bool,
     ) -> Result<Vec<((String, i32), i16)>, ControllerZkError> {
+        let started = std::time::Instant::now();
         let Some(active) = self.active.as_ref() else {
             return Ok(Vec::new());
         };
@@ -101,7 +103,7 @@ impl Controller {
                 Err(code) => outcome.push((key, code)),
             }
         }
-        self.write_and_announce(Vec::new(), updates).await?;
+        self.write_and_announce(started, Vec::new(), updates).await?;
         Ok(outcome)
     }
 
@@ -225,6 +227,7 @@ impl Controller {
             };
             active.ctx.topics.remove(&topic);
             active.ctx.leaderships.retain(|(t, _), _| *t != topic);
+            active.watches.unwatch(&paths::topic(&topic));
             tracing::info!(%topic, "topic deleted");
         }
         Ok(())
@@ -366,7 +369,7 @@ impl Controller {
         }
         let mut full = info.assignment.clone();
         full.extend(added.clone());
-        zk_ops::add_partitions(&self.zk, active.epoch_version, topic, &full).await?;
+        zk_ops::write_assignment(&self.zk, active.epoch_version, topic, &full).await?;
         let Some(active) = self.active.as_mut() else {
             return Ok(Err(NOT_CONTROLLER));
         };

@@ -196,6 +196,25 @@ pub async fn live_brokers<S: ZkStore + Clone>(
     Ok(brokers)
 }
 
+/// One broker's registration, if it is registered.
+pub async fn broker<S: ZkStore>(zk: &S, id: BrokerId) -> Result<Option<RegisteredBroker>, ControllerZkError> {
+    let path = paths::broker_id(id);
+    let (data, stat) = match zk.get_data(&path).await {
+        Ok(r) => r,
+        Err(ZkError::NoNode { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let registration = BrokerRegistration::decode(&data).map_err(|e| ControllerZkError::Malformed {
+        path,
+        reason: e.to_string(),
+    })?;
+    Ok(Some(RegisteredBroker {
+        id,
+        registration,
+        epoch: stat.czxid,
+    }))
+}
+
 /// Topic names under `/brokers/topics`.
 pub async fn topic_names<S: ZkStore>(zk: &S) -> Result<Vec<String>, ControllerZkError> {
     Ok(zk.children(paths::BROKER_TOPICS).await?)
@@ -401,9 +420,10 @@ pub async fn delete_topic_znodes<S: ZkStore>(
     fenced(zk, epoch_version, ops).await.map(|_| ())
 }
 
-/// Rewrites `/brokers/topics/<t>` with more partitions (conditional on its version, fenced),
-/// keeping its topic id: how Kafka's admin path adds partitions.
-pub async fn add_partitions<S: ZkStore>(
+/// Rewrites the partitions of `/brokers/topics/<t>` (conditional on its version, fenced),
+/// keeping its topic id: how Kafka's admin path adds partitions, and how the controller puts
+/// back an assignment edited while the topic is being deleted.
+pub async fn write_assignment<S: ZkStore>(
     zk: &S,
     epoch_version: ZkVersion,
     topic: &str,
@@ -422,4 +442,79 @@ pub async fn add_partitions<S: ZkStore>(
         version: Some(stat.version),
     };
     fenced(zk, epoch_version, vec![op]).await.map(|_| ())
+}
+
+/// Whether `/admin/delete_topics/<t>` exists.
+pub async fn is_queued_for_deletion<S: ZkStore>(zk: &S, topic: &str) -> Result<bool, ControllerZkError> {
+    Ok(zk.exists(&paths::delete_topic(topic)).await?.is_some())
+}
+
+/// The children of a notification parent (`/isr_change_notification`,
+/// `/log_dir_event_notification`); none if the parent does not exist.
+pub async fn notification_names<S: ZkStore>(zk: &S, parent: &str) -> Result<Vec<String>, ControllerZkError> {
+    match zk.children(parent).await {
+        Ok(names) => Ok(names),
+        Err(ZkError::NoNode { .. }) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The payloads of `parent`'s children `names`, read concurrently; ones gone meanwhile are
+/// left out.
+pub async fn notification_payloads<S: ZkStore + Clone>(
+    zk: &S,
+    parent: &str,
+    names: &[String],
+) -> Result<Vec<(String, Vec<u8>)>, ControllerZkError> {
+    let mut reads = JoinSet::new();
+    for name in names {
+        let (zk, name, path) = (zk.clone(), name.clone(), paths::child(parent, name));
+        reads.spawn(async move { (name, zk.get_data(&path).await) });
+    }
+    let mut out = Vec::with_capacity(names.len());
+    while let Some(joined) = reads.join_next().await {
+        let Ok((name, result)) = joined else { continue };
+        match result {
+            Ok((data, _)) => out.push((name, data)),
+            Err(ZkError::NoNode { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Deletes `parent`'s children `names`, fenced, in multis well under ZooKeeper's 1 MB request
+/// limit. One already gone (an operator, or a notification handled twice) does not stop the
+/// rest: that batch is retried one znode at a time, ignoring the missing ones, as Kafka's
+/// separate deletes do.
+pub async fn delete_notifications<S: ZkStore>(
+    zk: &S,
+    epoch_version: ZkVersion,
+    parent: &str,
+    names: &[String],
+) -> Result<(), ControllerZkError> {
+    for chunk in names.chunks(1000) {
+        let ops: Vec<Op> = chunk
+            .iter()
+            .map(|n| Op::Delete {
+                path: paths::child(parent, n),
+                version: None,
+            })
+            .collect();
+        match fenced(zk, epoch_version, ops.clone()).await {
+            Ok(_) => {}
+            Err(ControllerZkError::Zk(e)) if matches!(e.root(), ZkError::NoNode { .. }) => {
+                for op in ops {
+                    match fenced(zk, epoch_version, vec![op]).await {
+                        Ok(_) => {}
+                        Err(ControllerZkError::Zk(e)) if matches!(e.root(), ZkError::NoNode { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -9,6 +9,7 @@
 
 #![allow(dead_code, unused_imports)]
 
+pub mod cluster;
 pub mod process;
 pub mod replicas;
 pub mod wire;

@@ -1,0 +1,291 @@
+//! The controller's event queue (Kafka's ControllerEventManager): the events the controller
+//! reacts to, the queue every producer (ZooKeeper watches, session changes, RPC handlers,
+//! broker responses) puts them on, and the ZooKeeper watches that only enqueue.
+//!
+//! The queue keeps Kafka's `EventQueueSize` gauge (incremented on enqueue, decremented on
+//! dequeue) and `EventQueueTimeMs` timer (time from enqueue to dequeue). It must not process
+//! events: [`super::controller`] owns the one task that does.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinSet};
+
+use super::controller::{ElectionOutcome, ShutdownResult};
+use super::stats;
+use crate::types::BrokerId;
+use crate::zk::store::{WatchEvent, WatchMode, WatchStream, ZkError, ZkStore};
+use crate::zk::ZkSession;
+
+/// Where a request's answer goes (shared so events stay `Clone`).
+#[derive(Debug)]
+pub(super) struct Reply<T>(Arc<Mutex<Option<oneshot::Sender<T>>>>);
+
+impl<T> Clone for Reply<T> {
+    fn clone(&self) -> Self {
+        Reply(self.0.clone())
+    }
+}
+
+impl<T> Reply<T> {
+    pub(super) fn new() -> (Self, oneshot::Receiver<T>) {
+        let (tx, rx) = oneshot::channel();
+        (Reply(Arc::new(Mutex::new(Some(tx)))), rx)
+    }
+
+    pub(super) fn send(&self, result: T) {
+        if let Some(tx) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = tx.send(result);
+        }
+    }
+}
+
+/// What the controller reacts to.
+#[derive(Debug, Clone)]
+pub(super) enum Event {
+    /// A broker asks to move its leaderships away before it stops.
+    ControlledShutdown {
+        broker: BrokerId,
+        broker_epoch: i64,
+        reply: Reply<ShutdownResult>,
+    },
+    /// ElectLeaders API: `None` = every partition.
+    ElectLeaders {
+        partitions: Option<Vec<(String, i32)>>,
+        unclean: bool,
+        reply: Reply<ElectionOutcome>,
+    },
+    /// `/admin/preferred_replica_election` was written (legacy tools).
+    PreferredReplicaElectionZNode,
+    /// The periodic leader-imbalance check (`auto.leader.rebalance.enable`).
+    AutoPreferredReplicaLeaderElection,
+    /// `/log_dir_event_notification` children changed: a broker lost a log dir.
+    LogDirEventNotification,
+    /// `/isr_change_notification` children changed: leaders changed ISRs in state znodes.
+    IsrChangeNotification,
+    /// CreatePartitions for one topic: the new total and, optionally, the new partitions' replicas.
+    CreatePartitions {
+        topic: String,
+        count: i32,
+        assignment: Option<Vec<Vec<BrokerId>>>,
+        validate_only: bool,
+        reply: Reply<Result<(), i16>>,
+    },
+    /// A broker answered KAFKA_STORAGE_ERROR for these replicas.
+    OfflineReplicas {
+        broker: BrokerId,
+        partitions: Vec<(String, i32)>,
+    },
+    Startup,
+    /// `/controller` was created, changed or deleted: re-check, maybe elect.
+    ControllerChange,
+    BrokerChange,
+    /// `/brokers/ids/<id>` data changed: the broker's endpoints, rack or features.
+    BrokerModifications {
+        broker: BrokerId,
+    },
+    TopicChange,
+    /// `/brokers/topics/<t>` data changed: maybe partitions were added.
+    PartitionModifications {
+        topic: String,
+    },
+    /// `/admin/delete_topics` children changed.
+    TopicDeletion,
+    SessionEnded,
+    SessionEstablished,
+}
+
+/// An event and when it was enqueued.
+#[derive(Debug)]
+pub(super) struct Queued {
+    event: Event,
+    enqueued: Instant,
+}
+
+/// The producer side of the queue. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(super) struct EventQueue {
+    tx: mpsc::UnboundedSender<Queued>,
+}
+
+/// The consumer side, owned by the controller task.
+#[derive(Debug)]
+pub(super) struct EventReceiver {
+    rx: mpsc::UnboundedReceiver<Queued>,
+}
+
+/// A new, empty queue.
+pub(super) fn queue() -> (EventQueue, EventReceiver) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (EventQueue { tx }, EventReceiver { rx })
+}
+
+impl EventQueue {
+    /// Enqueues `event`; `false` once the controller task is gone.
+    pub(super) fn put(&self, event: Event) -> bool {
+        stats::event_enqueued();
+        let sent = self.tx.send(Queued {
+            event,
+            enqueued: Instant::now(),
+        });
+        if sent.is_err() {
+            stats::event_dequeued(None);
+        }
+        sent.is_ok()
+    }
+}
+
+impl EventReceiver {
+    /// The next event, `None` when every producer is gone.
+    pub(super) async fn next(&mut self) -> Option<Event> {
+        let queued = self.rx.recv().await?;
+        stats::event_dequeued(Some(queued.enqueued.elapsed()));
+        Some(queued.event)
+    }
+}
+
+/// Which watch events enqueue the watch's controller event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Trigger {
+    /// Every event (`/controller`: created, changed, deleted).
+    Any,
+    /// The child list changed (Kafka's ZNodeChildChangeHandler).
+    Children,
+    /// The znode was created or its data changed (an existence-checked ZNodeChangeHandler).
+    CreatedOrData,
+    /// The znode's data changed (Kafka's handleDataChange only).
+    Data,
+}
+
+impl Trigger {
+    /// Whether `e` should enqueue the event. A re-armed watch always does: changes may have
+    /// been missed while the session was being replaced.
+    pub(super) fn fires_on(self, e: &WatchEvent) -> bool {
+        matches!(
+            (self, e),
+            (_, WatchEvent::Rearmed)
+                | (Trigger::Any, _)
+                | (Trigger::Children, WatchEvent::ChildrenChanged { .. })
+                | (
+                    Trigger::CreatedOrData,
+                    WatchEvent::Created { .. } | WatchEvent::DataChanged { .. }
+                )
+                | (Trigger::Data, WatchEvent::DataChanged { .. })
+        )
+    }
+}
+
+/// Enqueues `event` for every watch event `trigger` fires on, until the watch or queue ends.
+pub(super) async fn forward_watch(mut stream: WatchStream, trigger: Trigger, event: Event, queue: EventQueue) {
+    while let Some(e) = stream.recv().await {
+        if trigger.fires_on(&e) && !queue.put(event.clone()) {
+            return;
+        }
+    }
+}
+
+/// Per-znode data watches the active controller holds (Kafka's PartitionModificationsHandler
+/// per topic, BrokerModificationsHandler per broker), keyed by path. Removing one (or dropping
+/// the whole set at resignation) stops its forwarder, which removes the ZooKeeper watch.
+#[derive(Debug, Default)]
+pub(super) struct ZNodeWatches {
+    forwarders: BTreeMap<String, AbortHandle>,
+}
+
+impl ZNodeWatches {
+    /// Watches the data of each `(path, event)` not watched yet, registering them concurrently.
+    /// A watch that cannot be registered is logged and left out: only hand edits of that znode
+    /// go unnoticed, which is no reason to fail the step that found it.
+    pub(super) async fn watch_data(&mut self, zk: &ZkSession, wanted: Vec<(String, Event)>, queue: &EventQueue) {
+        let mut registrations = JoinSet::new();
+        for (path, event) in wanted {
+            if self.forwarders.contains_key(&path) {
+                continue;
+            }
+            let zk = zk.clone();
+            registrations.spawn(async move {
+                let stream: Result<WatchStream, ZkError> = zk.watch(&path, WatchMode::Persistent).await;
+                (path, event, stream)
+            });
+        }
+        while let Some(joined) = registrations.join_next().await {
+            let Ok((path, event, stream)) = joined else { continue };
+            match stream {
+                Ok(stream) => {
+                    let task = tokio::spawn(forward_watch(stream, Trigger::Data, event, queue.clone()));
+                    self.forwarders.insert(path, task.abort_handle());
+                }
+                Err(e) => tracing::warn!(%path, error = %e, "controller cannot watch a znode"),
+            }
+        }
+    }
+
+    /// Stops watching `path`.
+    pub(super) fn unwatch(&mut self, path: &str) {
+        if let Some(task) = self.forwarders.remove(path) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for ZNodeWatches {
+    fn drop(&mut self) {
+        for task in self.forwarders.values() {
+            task.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p() -> String {
+        "/p".to_string()
+    }
+
+    /// Which handler each watch stands for decides what wakes it: child handlers (BrokerChange,
+    /// TopicChange, notifications) on child lists, PartitionModifications / BrokerModifications
+    /// on data only (creation and deletion are BrokerChange's and TopicChange's business).
+    #[test]
+    fn triggers_fire_on_the_events_of_kafkas_handlers() {
+        let events = [
+            WatchEvent::Created { path: p() },
+            WatchEvent::Deleted { path: p() },
+            WatchEvent::DataChanged { path: p() },
+            WatchEvent::ChildrenChanged { path: p() },
+            WatchEvent::Rearmed,
+        ];
+        let cases: [(Trigger, [bool; 5]); 4] = [
+            (Trigger::Any, [true, true, true, true, true]),
+            (Trigger::Children, [false, false, false, true, true]),
+            (Trigger::CreatedOrData, [true, false, true, false, true]),
+            (Trigger::Data, [false, false, true, false, true]),
+        ];
+        for (trigger, want) in cases {
+            for (e, want) in events.iter().zip(want) {
+                assert_eq!(trigger.fires_on(e), want, "{trigger:?} on {e:?}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn events_come_out_in_order_and_stop_when_producers_are_gone() {
+        let (queue, mut rx) = queue();
+        assert!(queue.put(Event::BrokerChange));
+        assert!(queue.put(Event::TopicChange));
+        drop(queue);
+        assert!(matches!(rx.next().await, Some(Event::BrokerChange)));
+        assert!(matches!(rx.next().await, Some(Event::TopicChange)));
+        assert!(rx.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_queue_without_its_controller_refuses_events() {
+        let (queue, rx) = queue();
+        drop(rx);
+        assert!(!queue.put(Event::BrokerChange));
+    }
+}
