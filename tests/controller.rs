@@ -384,6 +384,11 @@ async fn elections_after_a_failover_are_timed_and_unclean_ones_counted() {
         common::cluster::sample(&after, &queue_time_count).is_some_and(|c| c > 0.0),
         "events went through the queue: {after}"
     );
+    assert_eq!(
+        common::cluster::sample(&after, kastle::controller::state_changes::ILLEGAL_STATE_CHANGES),
+        Some(0.0),
+        "the partition state machine allowed every step of the failover: {after}"
+    );
     zk.close().await;
 }
 
