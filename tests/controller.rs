@@ -384,6 +384,11 @@ async fn elections_after_a_failover_are_timed_and_unclean_ones_counted() {
         common::cluster::sample(&after, &queue_time_count).is_some_and(|c| c > 0.0),
         "events went through the queue: {after}"
     );
+    assert_eq!(
+        common::cluster::sample(&after, kastle::controller::state_changes::ILLEGAL_STATE_CHANGES),
+        Some(0.0),
+        "the partition state machine allowed every step of the failover: {after}"
+    );
     zk.close().await;
 }
 
@@ -520,11 +525,12 @@ print("ok")
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(zk
-        .exists("/brokers/topics/short-lived")
-        .await
-        .expect("exists")
-        .is_none());
+    // The response comes once the brokers' metadata dropped the topic; the controller removes
+    // the znodes right after (as Kafka's completeDeleteTopic does), so wait for that.
+    wait_until(Duration::from_secs(20), "the topic's znode to go", || async {
+        zk.exists("/brokers/topics/short-lived").await.ok().flatten().is_none()
+    })
+    .await;
     let dirs: Vec<std::path::PathBuf> = brokers.iter().map(|b| b.log_dir.join("short-lived-0")).collect();
     wait_until(Duration::from_secs(20), "partition dirs to go", || {
         let gone = dirs.iter().all(|d| !d.exists());

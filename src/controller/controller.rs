@@ -12,7 +12,9 @@ use tokio::sync::watch;
 use super::channel::{ControlRequest, ControllerChannel};
 use super::decisions;
 use super::event_manager::{self, Event, EventQueue, Reply, Trigger, ZNodeWatches};
+use super::partition_state::PartitionState;
 use super::requests::{self, ControllerContext};
+use super::state_changes;
 use super::stats;
 use super::zk_ops::{self, ControllerZkError, StoredLeadership};
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
@@ -399,6 +401,7 @@ impl Controller {
         }
         let ids: Vec<BrokerId> = brokers.keys().copied().collect();
         active.ctx.live_brokers = brokers;
+        active.ctx.initialize_partition_states();
         self.watch_brokers(&ids).await;
         // Every broker learns the cluster first, then leaders are (re)announced and elected.
         let all = match self.active.as_ref() {
@@ -467,6 +470,7 @@ impl Controller {
             active.watches.unwatch(&paths::broker_id(*id));
         }
         active.ctx.live_brokers = now;
+        active.ctx.mark_leaderless_offline();
         let all = active.ctx.all_partitions();
         self.watch_brokers(&new).await;
         // Dead brokers leave the ISRs (and leadership); partitions without a leader are elected.
@@ -516,20 +520,29 @@ impl Controller {
     /// Normally they have no state yet; one written by hand (or left by an earlier controller)
     /// is taken as it is and announced. The rest get leaders from their live replicas.
     pub(super) async fn on_new_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
-        let existing = zk_ops::leaderships(&self.zk, partitions).await?;
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        // A partition that already exists is refused here, so it is not created twice.
+        let partitions = active.ctx.change_states(partitions, PartitionState::New);
+        let existing = zk_ops::leaderships(&self.zk, &partitions).await?;
         let Some(active) = self.active.as_mut() else {
             return Ok(());
         };
         let mut announced = Vec::new();
         for (key, l) in existing {
-            if l.leader >= 0 && active.ctx.is_live(BrokerId(l.leader)) {
+            let online = active.ctx.replica_online(&key, l.leader);
+            if online {
                 announced.push(key.clone());
             }
-            active.ctx.leaderships.insert(key, l);
+            active.ctx.leaderships.insert(key.clone(), l);
+            active
+                .ctx
+                .change_states(std::slice::from_ref(&key), state_changes::state_for(online));
         }
         self.send_leader_and_isr(&announced, true);
         self.send_update_metadata(&announced);
-        self.elect_partitions(partitions).await
+        self.elect_partitions(&partitions).await
     }
 
     /// Decides every partition in `partitions` that needs a change (new, leaderless, or with a
@@ -585,6 +598,11 @@ impl Controller {
         let Some(active) = self.active.as_ref() else {
             return Ok(());
         };
+        // The partition state machine vets every decision before it is written.
+        let ctx = &active.ctx;
+        let legal = |(key, l): &((String, i32), StoredLeadership)| ctx.may_change(key, ctx.state_after(key, l));
+        let creates: Vec<_> = creates.into_iter().filter(legal).collect();
+        let updates: Vec<_> = updates.into_iter().filter(legal).collect();
         if creates.is_empty() && updates.is_empty() {
             return Ok(());
         }
@@ -619,7 +637,9 @@ impl Controller {
                     unclean += 1;
                 }
             }
+            let state = active.ctx.state_after(&key, &l);
             active.ctx.leaderships.insert(key.clone(), l);
+            active.ctx.change_states(std::slice::from_ref(&key), state);
             changed.push(key);
         }
         if elected > 0 {

@@ -7,8 +7,10 @@
 //! operator-facing work (controlled shutdown, leader elections, deletion); `modifications`
 //! in-place edits of topic and broker znodes; `notifications` ISR-change notifications and
 //! stale notifications at failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O;
-//! [`channel`] one sender per broker; [`requests`] builds the requests; [`decisions`],
-//! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
+//! [`channel`] one sender per broker; [`requests`] builds the requests; [`state_changes`]
+//! drives the partition state machine; [`decisions`], [`election`], [`partition_state`],
+//! [`replica_state`] and [`assignment`] are pure logic (the replica state machine is not
+//! driven yet).
 
 pub mod assignment;
 pub mod channel;
@@ -23,6 +25,7 @@ mod operations;
 pub mod partition_state;
 pub mod replica_state;
 pub mod requests;
+pub mod state_changes;
 pub mod stats;
 pub mod zk_ops;
 

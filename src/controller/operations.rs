@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::channel::ControlRequest;
 use super::controller::{Controller, ShutdownError, BROKER_NOT_AVAILABLE, NOT_CONTROLLER, STALE_BROKER_EPOCH};
 use super::decisions;
+use super::partition_state::PartitionState;
 use super::requests;
 use super::zk_ops::{self, ControllerZkError};
 use crate::types::BrokerId;
@@ -225,6 +226,9 @@ impl Controller {
             let Some(active) = self.active.as_mut() else {
                 return Ok(());
             };
+            let keys: Vec<(String, i32)> = partitions.iter().map(|p| (topic.clone(), *p)).collect();
+            active.ctx.change_states(&keys, PartitionState::Offline);
+            active.ctx.change_states(&keys, PartitionState::NonExistent);
             active.ctx.topics.remove(&topic);
             active.ctx.leaderships.retain(|(t, _), _| *t != topic);
             active.watches.unwatch(&paths::topic(&topic));
@@ -294,6 +298,7 @@ impl Controller {
         for (t, p) in &partitions {
             active.ctx.offline_replicas.insert((t.clone(), *p, broker));
         }
+        active.ctx.mark_leaderless_offline();
         tracing::warn!(%broker, partitions = partitions.len(), "replicas offline after a log dir failure");
         self.elect_partitions(&partitions).await?;
         self.send_update_metadata(&partitions);
@@ -378,7 +383,7 @@ impl Controller {
         }
         let new: Vec<(String, i32)> = added.keys().map(|p| (topic.to_string(), *p)).collect();
         tracing::info!(topic, from = current, to = count, "partitions added");
-        self.elect_partitions(&new).await?;
+        self.on_new_partitions(&new).await?;
         Ok(Ok(()))
     }
 }

@@ -27,6 +27,8 @@ pub struct ControllerContext {
     pub shutting_down: std::collections::BTreeSet<BrokerId>,
     /// Replicas (topic, partition, broker) whose log dir failed (KAFKA_STORAGE_ERROR).
     pub offline_replicas: std::collections::BTreeSet<(String, i32, BrokerId)>,
+    /// Every partition's state in the partition state machine (see `state_changes`).
+    pub partition_states: super::partition_state::PartitionStates,
 }
 
 impl ControllerContext {

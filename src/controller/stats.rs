@@ -28,6 +28,7 @@ pub fn register() {
     let _ = metrics::histogram!(LEADER_ELECTION_TIME_MS);
     let _ = metrics::histogram!(EVENT_QUEUE_TIME_MS);
     metrics::counter!(UNCLEAN_LEADER_ELECTIONS).increment(0);
+    metrics::counter!(super::state_changes::ILLEGAL_STATE_CHANGES).increment(0);
     metrics::gauge!(EVENT_QUEUE_SIZE).increment(0.0);
 }
 
