@@ -13,6 +13,7 @@ use std::time::Duration;
 use common::replicas::{batch_crcs, isr, leader, leader_log_end, log_end, produce_request, state, CONSUMER, PRODUCER};
 use common::wire::Wire;
 use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
+use kastle::zk::models::ZNodePayload;
 use kastle::zk::store::{CreateMode, ZkStore};
 use kastle::zk::ZkSession;
 
@@ -236,7 +237,13 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
     let metrics = format!("127.0.0.1:{}", common::zookeeper::free_port());
     let specs: Vec<BrokerSpec> = (1..=3)
         .map(|id| spec(&chroot, id, &extra).session_timeout_ms(20_000))
-        .map(|s| if s.id == 1 { s.with("metrics.listener", &metrics) } else { s })
+        .map(|s| {
+            if s.id == 1 {
+                s.with("metrics.listener", &metrics)
+            } else {
+                s
+            }
+        })
         .collect();
     let brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
@@ -339,5 +346,69 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
     for b in &brokers[1..] {
         b.signal("CONT");
     }
+    zk.close().await;
+}
+
+/// A leader's own ISR write reaches the controller seconds later (batched notifications), so
+/// the controller must read the state znode before deciding: a controlled shutdown right after
+/// an ISR shrink moves leadership to the member still in sync, not to the one the leader
+/// removed (which would lose what only the ISR has).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_decides_on_the_isr_the_leader_just_wrote() {
+    let chroot = unique_chroot("repl-fresh-isr");
+    let extra = [("replica.lag.time.max.ms", "2000")];
+    let specs: Vec<BrokerSpec> = (1..=3)
+        .map(|id| spec(&chroot, id, &extra).session_timeout_ms(20_000))
+        .collect();
+    let brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 3).await;
+    let (data, _) = zk.get_data("/controller").await.expect("controller");
+    let controller = kastle::zk::models::ControllerZNode::decode(&data)
+        .expect("json")
+        .brokerid
+        .0;
+    let others: Vec<i32> = (1..=3).filter(|b| *b != controller).collect();
+    let (leader_id, paused) = (others[0], others[1]);
+    // The paused follower comes right after the leader in assignment order.
+    create_topic(&zk, "fresh", &format!("[{leader_id},{paused},{controller}]")).await;
+    wait_until(Duration::from_secs(20), "the full ISR", || async {
+        isr(&zk, "fresh").await.len() == 3
+    })
+    .await;
+    brokers[(paused - 1) as usize].signal("STOP");
+    let mut wire = Wire::connect(&bootstrap_of(&zk, leader_id).await).await;
+    let r = wire.send(&produce_request("fresh", 1, b"missed"), 7).await;
+    assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    let mut expected = vec![leader_id, controller];
+    expected.sort();
+    wait_until(
+        Duration::from_secs(10),
+        "the leader to drop the paused follower",
+        || async { isr(&zk, "fresh").await == expected },
+    )
+    .await;
+    brokers[(leader_id - 1) as usize].signal("TERM");
+    wait_until(Duration::from_secs(20), "leadership to move", || async {
+        let l = leader(&zk, "fresh").await;
+        l >= 0 && l != leader_id
+    })
+    .await;
+    assert_eq!(
+        leader(&zk, "fresh").await,
+        controller,
+        "elected from the ISR in ZooKeeper"
+    );
+    // And by the controlled shutdown itself, at the first try (a decision on the stale ISR
+    // would fail its conditional write and leave the move to the broker's deregistration).
+    let mut stopping = brokers;
+    let status = stopping[(leader_id - 1) as usize]
+        .wait_exit(Duration::from_secs(30))
+        .await;
+    assert!(status.success());
+    let log = stopping[(leader_id - 1) as usize].stderr();
+    assert!(log.contains("controlled shutdown succeeded"), "{log}");
+    assert!(!log.contains("retrying"), "{log}");
+    stopping[(paused - 1) as usize].signal("CONT");
     zk.close().await;
 }

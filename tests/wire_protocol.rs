@@ -410,9 +410,9 @@ async fn leader_epochs_fence_stale_and_future_callers_and_answer_epoch_end_offse
     // (topic, current leader epoch, requested epoch) → (error, epoch, end offset)
     let cases = [
         ("led", 1, 1, (0, 1, 2)),
-        ("led", -1, 0, (0, 0, 0)), // below the first epoch: where the log starts
-        ("led", 0, 1, (74, -1, -1)), // FENCED_LEADER_EPOCH
-        ("led", 2, 1, (76, -1, -1)), // UNKNOWN_LEADER_EPOCH
+        ("led", -1, 0, (0, 0, 0)),         // below the first epoch: where the log starts
+        ("led", 0, 1, (74, -1, -1)),       // FENCED_LEADER_EPOCH
+        ("led", 2, 1, (76, -1, -1)),       // UNKNOWN_LEADER_EPOCH
         ("elsewhere", -1, 1, (6, -1, -1)), // NOT_LEADER_OR_FOLLOWER
     ];
     for (topic, current, requested, expected) in cases {
@@ -426,7 +426,11 @@ async fn leader_epochs_fence_stale_and_future_callers_and_answer_epoch_end_offse
                     .with_leader_epoch(requested)])]);
         let response = wire.send(&request, 4).await;
         let p = &response.topics[0].partitions[0];
-        assert_eq!((p.error_code, p.leader_epoch, p.end_offset), expected, "{topic} {current} {requested}");
+        assert_eq!(
+            (p.error_code, p.leader_epoch, p.end_offset),
+            expected,
+            "{topic} {current} {requested}"
+        );
     }
     // KIP-320 on Fetch and ListOffsets too.
     let mut stale = fetch("led", 0, 0, 1);

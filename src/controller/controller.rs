@@ -37,6 +37,9 @@ pub(super) enum ShutdownError {
 }
 
 /// Settings the controller needs.
+
+/// Decided leaderships by partition.
+type Decided = Vec<((String, i32), StoredLeadership)>;
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {
     pub broker_id: BrokerId,
@@ -549,11 +552,27 @@ impl Controller {
     /// dead member in its ISR), writes ZooKeeper (fenced, batched), and announces the result.
     pub(super) async fn elect_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
         let started = Instant::now();
-        let unclean = self.config.unclean_leader_election;
         let Some(active) = self.active.as_ref() else {
             return Ok(());
         };
-        let ctx = &active.ctx;
+        // Decide on the cache, re-read the partitions that need a change, decide those again.
+        let (_, first) = self.decide_elections(&active.ctx, partitions);
+        self.refresh_leaderships(first.into_iter().map(|(k, _)| k).collect())
+            .await?;
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let (creates, updates) = self.decide_elections(&active.ctx, partitions);
+        if creates.is_empty() && updates.is_empty() {
+            return Ok(());
+        }
+        self.write_and_announce(started, creates, updates).await
+    }
+
+    /// New leaderships for `partitions` that need one (new, leaderless, or with a dead member in
+    /// the ISR): (state znodes to create, state znodes to update).
+    fn decide_elections(&self, ctx: &ControllerContext, partitions: &[(String, i32)]) -> (Decided, Decided) {
+        let unclean = self.config.unclean_leader_election;
         let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
         let mut creates = Vec::new();
         let mut updates = Vec::new();
@@ -578,10 +597,7 @@ impl Controller {
                 }
             }
         }
-        if creates.is_empty() && updates.is_empty() {
-            return Ok(());
-        }
-        self.write_and_announce(started, creates, updates).await
+        (creates, updates)
     }
 
     /// Writes decided leaderships — new state znodes for `creates`, conditional updates (on each

@@ -23,6 +23,7 @@ pub mod modifications;
 mod notifications;
 mod operations;
 pub mod partition_state;
+mod refresh;
 pub mod replica_state;
 pub mod requests;
 pub mod state_changes;

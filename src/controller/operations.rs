@@ -34,6 +34,18 @@ impl Controller {
             return Err(ShutdownError::Code(STALE_BROKER_EPOCH));
         }
         active.ctx.shutting_down.insert(broker);
+        // Partitions it leads or follows in sync, re-read before deciding (see `refresh`).
+        let involved: Vec<(String, i32)> = active
+            .ctx
+            .leaderships
+            .iter()
+            .filter(|(_, l)| l.leader == broker.0 || l.isr.contains(&broker))
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.refresh_leaderships(involved).await.map_err(ShutdownError::Zk)?;
+        let Some(active) = self.active.as_ref() else {
+            return Err(ShutdownError::Code(NOT_CONTROLLER));
+        };
         let ctx = &active.ctx;
         let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
         let mut updates = Vec::new();
@@ -80,9 +92,13 @@ impl Controller {
         let Some(active) = self.active.as_ref() else {
             return Ok(Vec::new());
         };
+        let wanted = partitions.unwrap_or_else(|| active.ctx.all_partitions());
+        self.refresh_leaderships(wanted.clone()).await?;
+        let Some(active) = self.active.as_ref() else {
+            return Ok(Vec::new());
+        };
         let ctx = &active.ctx;
         let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
-        let wanted = partitions.unwrap_or_else(|| ctx.all_partitions());
         let mut outcome = Vec::with_capacity(wanted.len());
         let mut updates = Vec::new();
         for key in wanted {

@@ -30,7 +30,12 @@ fn manager(dir: &Path, clean: bool) -> Arc<LogManager> {
         log: LogConfig::default(),
         recovery_threads_per_dir: 1,
     };
-    Arc::new(LogManager::startup(&cfg, LogDirFailureChannel::new(), Faults::default(), 0))
+    Arc::new(LogManager::startup(
+        &cfg,
+        LogDirFailureChannel::new(),
+        Faults::default(),
+        0,
+    ))
 }
 
 fn b(ids: &[i32]) -> Vec<BrokerId> {
@@ -75,7 +80,10 @@ fn the_hw_follows_the_slowest_isr_member_and_acks_all_completes_then() {
     // A consumer sees only what is below the HW.
     assert_eq!(p.read(1, 1 << 20).expect("read").records.len(), 0);
     // Another epoch means the produce's records may be gone: never acknowledged.
-    assert_eq!(p.check_produce_completion(1, epoch + 1, 2), Some(ec::NOT_LEADER_OR_FOLLOWER));
+    assert_eq!(
+        p.check_produce_completion(1, epoch + 1, 2),
+        Some(ec::NOT_LEADER_OR_FOLLOWER)
+    );
 }
 
 #[test]
@@ -86,7 +94,8 @@ fn a_lagging_follower_is_proposed_out_and_a_caught_up_one_back_in() {
     p.read_for_follower(BrokerId(2), 0, -1, 1 << 20, 2, 0).expect("fetch");
     p.read_for_follower(BrokerId(3), 0, -1, 1 << 20, 2, 0).expect("fetch");
     p.append_as_leader(&mut record(), 1, 2, 0).expect("append");
-    p.read_for_follower(BrokerId(2), 1, 0, 1 << 20, 2, 20_000).expect("fetch");
+    p.read_for_follower(BrokerId(2), 1, 0, 1 << 20, 2, 20_000)
+        .expect("fetch");
     let shrink = p.maybe_shrink_isr(31_000, 30_000).expect("3 lags");
     assert_eq!(shrink.isr, b(&[1, 2]));
     assert!(!shrink.expand);
@@ -94,7 +103,9 @@ fn a_lagging_follower_is_proposed_out_and_a_caught_up_one_back_in() {
     p.complete_isr_update(&shrink, IsrWriteOutcome::Written { zk_version: 1 }, 2);
     assert_eq!((p.state().isr, p.state().partition_epoch), (b(&[1, 2]), 1));
 
-    let (_, expand) = p.read_for_follower(BrokerId(3), 1, 0, 1 << 20, 2, 32_000).expect("fetch");
+    let (_, expand) = p
+        .read_for_follower(BrokerId(3), 1, 0, 1 << 20, 2, 32_000)
+        .expect("fetch");
     let expand = expand.expect("3 caught up");
     assert_eq!(expand.isr, b(&[1, 2, 3]));
     assert_eq!(expand.zk_version, 1);
@@ -106,7 +117,10 @@ fn a_lagging_follower_is_proposed_out_and_a_caught_up_one_back_in() {
         isr: b(&[1, 2]),
         zk_version: 5,
     };
-    assert_eq!(p.complete_isr_update(&expand, IsrWriteOutcome::Conflict(Some(stored)), 2), None);
+    assert_eq!(
+        p.complete_isr_update(&expand, IsrWriteOutcome::Conflict(Some(stored)), 2),
+        None
+    );
     assert_eq!(p.state().partition_epoch, 5);
 }
 
@@ -134,7 +148,11 @@ fn a_follower_with_a_foreign_epoch_is_told_where_to_truncate_and_does() {
     let (read, _) = leader
         .read_for_follower(BrokerId(1), leo, last_epoch, 1 << 20, 1, 0)
         .expect("fetch");
-    assert_eq!(read.diverging_epoch, Some((0, 1)), "epoch 1 is unknown to the leader; epoch 0 ends at 1");
+    assert_eq!(
+        read.diverging_epoch,
+        Some((0, 1)),
+        "epoch 1 is unknown to the leader; epoch 0 ends at 1"
+    );
     assert!(read.records.is_empty());
     assert_eq!(old.truncate_on_divergence(2, (0, 1)).expect("truncate"), 1);
     let (leo, last_epoch, _) = old.fetch_position();
@@ -146,7 +164,11 @@ fn a_follower_with_a_foreign_epoch_is_told_where_to_truncate_and_does() {
     old.append_as_follower(2, 1, &read.records, read.high_watermark, 0)
         .expect("append");
     assert_eq!(old.log_end_offset(), 2);
-    assert_eq!(lock(&old.log()).end_offset_for_epoch(2), (2, 2), "the leader's epoch came along");
+    assert_eq!(
+        lock(&old.log()).end_offset_for_epoch(2),
+        (2, 2),
+        "the leader's epoch came along"
+    );
     // A stale response (epoch changed since) is ignored.
     assert!(old.append_as_follower(1, 2, &[], 2, 0).is_err());
 }
@@ -165,7 +187,11 @@ fn high_watermarks_come_back_from_the_checkpoint_at_start_up() {
     }
     let m = manager(dir.path(), true);
     let rm = ReplicaManager::new(BrokerId(1), m, ReplicaConfig::default());
-    assert_eq!(rm.high_watermarks().get(&tp()), Some(&7), "kept before the partition is hosted");
+    assert_eq!(
+        rm.high_watermarks().get(&tp()),
+        Some(&7),
+        "kept before the partition is hosted"
+    );
     let epochs = ControllerRequestEpochs {
         controller_epoch: 1,
         broker_epoch: -1,
@@ -175,7 +201,9 @@ fn high_watermarks_come_back_from_the_checkpoint_at_start_up() {
         topic_id: uuid::Uuid::nil(),
         state: state(2, 1, &[2, 1]),
     };
-    let results = rm.become_leader_or_follower(epochs, vec![lai], Vec::new(), 0).expect("lai");
+    let results = rm
+        .become_leader_or_follower(epochs, vec![lai], Vec::new(), 0)
+        .expect("lai");
     assert_eq!(results[0].2, ec::NONE);
     let p = rm.partition(&tp()).expect("hosted");
     assert_eq!(p.high_watermark(), 7);
