@@ -36,10 +36,10 @@ pub(super) enum ShutdownError {
     Zk(ControllerZkError),
 }
 
-/// Settings the controller needs.
-
 /// Decided leaderships by partition.
 type Decided = Vec<((String, i32), StoredLeadership)>;
+
+/// Settings the controller needs.
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {
     pub broker_id: BrokerId,
