@@ -209,3 +209,38 @@ fn high_watermarks_come_back_from_the_checkpoint_at_start_up() {
     assert_eq!(p.high_watermark(), 7);
     assert!(!p.is_leader());
 }
+
+#[test]
+fn acks_all_fails_after_append_when_the_isr_falls_below_the_minimum_while_waiting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = manager(dir.path(), false);
+    let p = partition(&m, 1, state(1, 0, &[1, 2]));
+    let (info, epoch) = p.append_as_leader(&mut record(), -1, 2, 0).expect("append");
+    assert_eq!(p.check_produce_completion(info.last_offset + 1, epoch, 2), None);
+    let shrink = p.maybe_shrink_isr(31_000, 30_000).expect("2 never fetched");
+    p.complete_isr_update(&shrink, IsrWriteOutcome::Written { zk_version: 1 }, 2);
+    assert_eq!(
+        p.check_produce_completion(info.last_offset + 1, epoch, 2),
+        Some(ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    );
+    assert_eq!(p.append_as_leader(&mut record(), -1, 2, 0).err(), Some(ec::NOT_ENOUGH_REPLICAS));
+    assert_eq!(p.log_end_offset(), 1, "nothing appended below min ISR");
+}
+
+#[test]
+fn an_out_of_range_follower_truncates_to_the_leader_end_or_restarts_at_its_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = manager(dir.path(), false);
+    let p = partition(&m, 1, state(1, 0, &[1]));
+    for _ in 0..3 {
+        p.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    }
+    p.apply(state(2, 1, &[2, 1]), 1, 0).expect("follow 2");
+    // The new leader (unclean) has only 1 record.
+    p.reset_out_of_range(1, 1, 0, 0).expect("truncate");
+    assert_eq!(p.log_end_offset(), 1);
+    // The leader's log now starts at 50: start over there.
+    p.reset_out_of_range(1, 60, 50, 0).expect("restart");
+    assert_eq!(p.fetch_position(), (50, -1, 50));
+    assert!(p.reset_out_of_range(0, 60, 50, 0).is_err(), "a stale epoch changes nothing");
+}
