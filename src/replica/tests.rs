@@ -223,7 +223,10 @@ fn acks_all_fails_after_append_when_the_isr_falls_below_the_minimum_while_waitin
         p.check_produce_completion(info.last_offset + 1, epoch, 2),
         Some(ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND)
     );
-    assert_eq!(p.append_as_leader(&mut record(), -1, 2, 0).err(), Some(ec::NOT_ENOUGH_REPLICAS));
+    assert_eq!(
+        p.append_as_leader(&mut record(), -1, 2, 0).err(),
+        Some(ec::NOT_ENOUGH_REPLICAS)
+    );
     assert_eq!(p.log_end_offset(), 1, "nothing appended below min ISR");
 }
 
@@ -242,5 +245,8 @@ fn an_out_of_range_follower_truncates_to_the_leader_end_or_restarts_at_its_start
     // The leader's log now starts at 50: start over there.
     p.reset_out_of_range(1, 60, 50, 0).expect("restart");
     assert_eq!(p.fetch_position(), (50, -1, 50));
-    assert!(p.reset_out_of_range(0, 60, 50, 0).is_err(), "a stale epoch changes nothing");
+    assert!(
+        p.reset_out_of_range(0, 60, 50, 0).is_err(),
+        "a stale epoch changes nothing"
+    );
 }

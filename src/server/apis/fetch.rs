@@ -99,9 +99,6 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
             .iter()
             .any(|(_, d)| d.diverging_epoch.epoch >= 0 || d.diverging_epoch.end_offset >= 0);
         if total >= min_bytes.max(1) || errors || diverging || waited_out || wanted.is_empty() {
-            if replica.is_some() {
-                rm.notify_change(); // a follower's fetch may have moved the HW
-            }
             for (i, data) in results {
                 topics[i].partitions.push(data);
             }
@@ -146,6 +143,7 @@ fn read_partition(
     // At least one whole batch comes back even when it exceeds the limits (KIP-74).
     let limit = w.max_bytes.min(budget);
     let rm = &apis.replica_manager;
+    let hw_before = partition.high_watermark();
     let read = match replica {
         Some(id) => partition
             .read_for_follower(
@@ -159,6 +157,11 @@ fn read_partition(
             .map(|(read, proposal)| {
                 if let Some(p) = proposal {
                     rm.submit_isr_change(p);
+                }
+                // This fetch moved the HW: acks=all produces and consumers waiting on it go
+                // now, not when this fetch itself returns (up to replica.fetch.wait.max.ms later).
+                if read.high_watermark > hw_before {
+                    rm.notify_change();
                 }
                 read
             }),
