@@ -14,7 +14,7 @@ use common::replicas::{batch_crcs, isr, leader, leader_log_end, log_end, produce
 use common::wire::Wire;
 use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
 use kastle::zk::models::ZNodePayload;
-use kastle::zk::store::{CreateMode, ZkStore};
+use kastle::zk::store::ZkStore;
 use kastle::zk::ZkSession;
 
 const SESSION_MS: u64 = 3_000;
@@ -39,13 +39,7 @@ async fn all_registered(zk: &ZkSession, n: usize) {
 }
 
 async fn create_topic(zk: &ZkSession, topic: &str, replicas: &str) {
-    zk.create(
-        &format!("/brokers/topics/{topic}"),
-        format!(r#"{{"version":1,"partitions":{{"0":{replicas}}}}}"#).as_bytes(),
-        CreateMode::Persistent,
-    )
-    .await
-    .expect("write topic");
+    common::replicas::create_one_partition_topic(zk, topic, replicas).await;
     wait_until(Duration::from_secs(20), "a leader", || async {
         leader(zk, topic).await >= 0
     })

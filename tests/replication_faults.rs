@@ -16,7 +16,7 @@ use kastle::log::log_manager::lock;
 use kastle::protocol::record_batch::{BatchScanner, RecordIter, RECORD_BATCH_OVERHEAD};
 use kastle::server::{Broker, BrokerHandle};
 use kastle::types::TopicPartition;
-use kastle::zk::store::{CreateMode, ZkStore};
+use kastle::zk::store::ZkStore;
 use kastle::zk::ZkSession;
 
 async fn start(chroot: &str, id: i32, dirs: &Path, extra: &[(&str, &str)]) -> BrokerHandle {
@@ -43,13 +43,7 @@ fn tp(topic: &str) -> TopicPartition {
 }
 
 async fn create(zk: &ZkSession, topic: &str, replicas: &str) {
-    zk.create(
-        &format!("/brokers/topics/{topic}"),
-        format!(r#"{{"version":1,"partitions":{{"0":{replicas}}}}}"#).as_bytes(),
-        CreateMode::Persistent,
-    )
-    .await
-    .expect("topic");
+    common::replicas::create_one_partition_topic(zk, topic, replicas).await;
 }
 
 async fn controller_ready(brokers: &[&BrokerHandle]) {

@@ -142,22 +142,10 @@ pub fn zkcli(server: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The Prometheus text from `GET /metrics` on `addr`, or `None` while it is not serving.
-pub fn http_get(addr: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).ok()?;
-    Some(body)
-}
-
 /// Waits until the metrics at `addr` contain every one of `lines`.
 pub async fn wait_for_metrics(addr: &str, lines: &[&str]) {
     wait_until(Duration::from_secs(20), &format!("metrics {lines:?}"), || {
-        let body = http_get(addr).unwrap_or_default();
+        let body = cluster::scrape(addr).unwrap_or_default();
         async move { lines.iter().all(|l| body.contains(l)) }
     })
     .await;
