@@ -221,16 +221,16 @@ async fn a_paused_leader_acknowledges_nothing_after_losing_leadership_and_trunca
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_all_is_refused() {
+async fn a_killed_follower_leaves_the_isr_and_returns_after_restart_and_below_min_isr_acks_all_is_refused() {
     const LAG_MS: u64 = 2_000;
     let chroot = unique_chroot("repl-isr");
     let lag = LAG_MS.to_string();
-    // A long session: the follower's registration outlives the lag, so the leader's own ISR
-    // check (not the controller's dead-broker handling) is what shrinks the ISR.
+    // The session outlives the lag, so the leader's own ISR check (not the controller's
+    // dead-broker handling) is what shrinks the ISR.
     let extra = [("min.insync.replicas", "2"), ("replica.lag.time.max.ms", lag.as_str())];
     let metrics = format!("127.0.0.1:{}", common::zookeeper::free_port());
     let specs: Vec<BrokerSpec> = (1..=3)
-        .map(|id| spec(&chroot, id, &extra).session_timeout_ms(20_000))
+        .map(|id| spec(&chroot, id, &extra).session_timeout_ms(6_000))
         .map(|s| {
             if s.id == 1 {
                 s.with("metrics.listener", &metrics)
@@ -239,7 +239,7 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
             }
         })
         .collect();
-    let brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
     all_registered(&zk, 3).await;
     create_topic(&zk, "lagging", "[1,2,3]").await;
@@ -248,8 +248,8 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
     assert_eq!(ok.responses[0].partition_responses[0].error_code, 0);
     let (_, version_before) = state(&zk, "lagging", 0).await.expect("state");
 
-    // Follower 3 stops fetching: the leader drops it from the ISR in ZooKeeper.
-    brokers[2].signal("STOP");
+    // Follower 3 is killed: the leader drops it from the ISR in ZooKeeper.
+    brokers[2].signal("KILL");
     let stopped = std::time::Instant::now();
     // (An idle follower at the leader's end stays in sync, as in Kafka: give it something to miss.)
     let more = wire.send(&produce_request("lagging", 1, b"missed"), 7).await;
@@ -269,7 +269,7 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
         s.leader.0, 1,
         "the leader itself shrank the ISR, keeping its leadership"
     );
-    eprintln!("ISR shrank {:?} after the follower stopped", stopped.elapsed());
+    eprintln!("ISR shrank {:?} after the follower was killed", stopped.elapsed());
     common::wait_for_metrics(
         &metrics,
         &[
@@ -296,8 +296,15 @@ async fn a_lagging_follower_leaves_the_isr_and_returns_and_below_min_isr_acks_al
     )
     .await;
 
-    // It resumes, catches up and is added back.
-    brokers[2].signal("CONT");
+    // It restarts (once its old session is gone), catches up and is added back.
+    wait_until(
+        Duration::from_secs(20),
+        "the killed follower's registration to expire",
+        || async { zk.exists("/brokers/ids/3").await.ok().flatten().is_none() },
+    )
+    .await;
+    let killed = brokers.remove(2);
+    brokers.push(killed.restart(&specs[2]));
     wait_until(Duration::from_secs(30), "the ISR to expand again", || async {
         isr(&zk, "lagging").await == vec![1, 2, 3]
     })
