@@ -24,6 +24,7 @@ mod notifications;
 mod operations;
 pub mod partition_state;
 mod refresh;
+pub mod replica_changes;
 pub mod replica_state;
 pub mod requests;
 pub mod state_changes;

@@ -29,6 +29,10 @@ pub struct ControllerContext {
     pub offline_replicas: std::collections::BTreeSet<(String, i32, BrokerId)>,
     /// Every partition's state in the partition state machine (see `state_changes`).
     pub partition_states: super::partition_state::PartitionStates,
+    /// Every replica's state in the replica state machine (see `replica_changes`).
+    pub replica_states: super::replica_state::ReplicaStates,
+    /// Known topics queued in `/admin/delete_topics` (Kafka's `topicsToBeDeleted`).
+    pub topics_to_delete: std::collections::BTreeSet<String>,
 }
 
 impl ControllerContext {
