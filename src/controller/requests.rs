@@ -143,6 +143,12 @@ pub fn update_metadata(
         let Some(l) = ctx.leaderships.get(&(topic.clone(), *p)) else {
             continue;
         };
+        // Kafka's LeaderDuringDelete: a topic being deleted stays out of metadata caches.
+        let leader = if ctx.topics_to_delete.contains(topic) {
+            -2
+        } else {
+            l.leader
+        };
         let replicas = ctx.replicas(topic, *p);
         let offline: Vec<BrokerId> = replicas
             .iter()
@@ -153,7 +159,7 @@ pub fn update_metadata(
             UpdateMetadataPartitionState::default()
                 .with_partition_index(*p)
                 .with_controller_epoch(l.controller_epoch)
-                .with_leader(KpBrokerId(l.leader))
+                .with_leader(KpBrokerId(leader))
                 .with_leader_epoch(l.leader_epoch)
                 .with_isr(kp(&l.isr))
                 .with_zk_version(l.zk_version)
