@@ -181,6 +181,9 @@ impl Controller {
         type Preferred = Vec<((String, i32), bool)>;
         let mut preferred_of: BTreeMap<BrokerId, Preferred> = BTreeMap::new();
         for key in ctx.all_partitions() {
+            if ctx.is_queued_for_deletion(&key.0) {
+                continue;
+            }
             let Some(head) = ctx.replicas(&key.0, key.1).first().copied() else {
                 continue;
             };
