@@ -316,7 +316,10 @@ async fn elections_after_a_failover_are_timed_and_unclean_ones_counted() {
     assert_eq!(common::cluster::sample(&before, &election_count), Some(0.0), "{before}");
 
     // Partition 0 has both brokers in its ISR; partition 1 only the first controller, so
-    // replacing its leader is unclean.
+    // replacing its leader is unclean. The other broker is paused until the first dies, or it
+    // would catch up on partition 1 and its leader would take it into the ISR (then the
+    // election is clean).
+    brokers[(other - 1) as usize].signal("STOP");
     let state_p1 = format!(r#"{{"controller_epoch":1,"leader":{first},"version":1,"leader_epoch":0,"isr":[{first}]}}"#);
     let assignment = format!(r#"{{"version":1,"partitions":{{"0":[{first},{other}],"1":[{first},{other}]}}}}"#);
     zk.multi(vec![
@@ -351,6 +354,7 @@ async fn elections_after_a_failover_are_timed_and_unclean_ones_counted() {
     .await;
 
     brokers[(first - 1) as usize].signal("KILL");
+    brokers[(other - 1) as usize].signal("CONT");
     wait_until(
         Duration::from_millis(SESSION_MS + 15_000),
         "the other broker to take over and lead both partitions",
