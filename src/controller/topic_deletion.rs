@@ -34,21 +34,21 @@ impl Controller {
         let Some(active) = self.active.as_mut() else {
             return Ok(());
         };
-        let known: Vec<String> = queued
-            .iter()
-            .filter(|t| active.ctx.topics.contains_key(*t))
-            .cloned()
-            .collect();
-        active.ctx.topics_to_delete = known.iter().cloned().collect();
-        for topic in queued {
+        // Like Kafka's topicsToBeDeleted, a topic stays queued until its deletion completes,
+        // even if its marker is removed by hand meanwhile.
+        let (known, unknown): (Vec<String>, Vec<String>) =
+            queued.into_iter().partition(|t| active.ctx.topics.contains_key(t));
+        active.ctx.topics_to_delete.extend(known);
+        let epoch_version = active.epoch_version;
+        let doomed: Vec<String> = active.ctx.topics_to_delete.iter().cloned().collect();
+        for topic in unknown {
+            // Unknown (already gone, or never existed): just drop the marker.
+            zk_ops::delete_topic_znodes(&self.zk, epoch_version, &topic, &[]).await?;
+        }
+        for topic in doomed {
             let Some(active) = self.active.as_ref() else {
                 return Ok(());
             };
-            if !active.ctx.topics.contains_key(&topic) {
-                // Unknown (already gone, or never existed): just drop the marker.
-                zk_ops::delete_topic_znodes(&self.zk, active.epoch_version, &topic, &[]).await?;
-                continue;
-            }
             match active.ctx.deletion_step(&topic) {
                 DeletionStep::Complete => self.complete_topic_deletion(&topic).await?,
                 DeletionStep::Start if start => self.start_topic_deletion(&topic),
