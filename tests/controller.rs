@@ -316,7 +316,10 @@ async fn elections_after_a_failover_are_timed_and_unclean_ones_counted() {
     assert_eq!(common::cluster::sample(&before, &election_count), Some(0.0), "{before}");
 
     // Partition 0 has both brokers in its ISR; partition 1 only the first controller, so
-    // replacing its leader is unclean.
+    // replacing its leader is unclean. The other broker is paused until the first dies, or it
+    // would catch up on partition 1 and its leader would take it into the ISR (then the
+    // election is clean).
+    brokers[(other - 1) as usize].signal("STOP");
     let state_p1 = format!(r#"{{"controller_epoch":1,"leader":{first},"version":1,"leader_epoch":0,"isr":[{first}]}}"#);
     let assignment = format!(r#"{{"version":1,"partitions":{{"0":[{first},{other}],"1":[{first},{other}]}}}}"#);
     zk.multi(vec![
@@ -351,6 +354,7 @@ async fn elections_after_a_failover_are_timed_and_unclean_ones_counted() {
     .await;
 
     brokers[(first - 1) as usize].signal("KILL");
+    brokers[(other - 1) as usize].signal("CONT");
     wait_until(
         Duration::from_millis(SESSION_MS + 15_000),
         "the other broker to take over and lead both partitions",
@@ -389,6 +393,14 @@ async fn elections_after_a_failover_are_timed_and_unclean_ones_counted() {
         Some(0.0),
         "the partition state machine allowed every step of the failover: {after}"
     );
+    assert_eq!(
+        common::cluster::sample(
+            &after,
+            kastle::controller::replica_changes::ILLEGAL_REPLICA_STATE_CHANGES
+        ),
+        Some(0.0),
+        "so did the replica state machine: {after}"
+    );
     zk.close().await;
 }
 
@@ -426,10 +438,20 @@ async fn sigterm_moves_leaderships_away_before_the_broker_exits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_topic_vanishes_everywhere_even_from_a_broker_that_was_down() {
+    use kastle::controller::replica_changes::ILLEGAL_REPLICA_STATE_CHANGES;
+    use kastle::controller::state_changes::ILLEGAL_STATE_CHANGES;
     let chroot = unique_chroot("ctrl-delete");
+    let metrics: Vec<String> = (0..3)
+        .map(|_| format!("127.0.0.1:{}", common::zookeeper::free_port()))
+        .collect();
     let specs: Vec<BrokerSpec> = [1, 2, 3]
         .iter()
-        .map(|id| BrokerSpec::new(*id, &zookeeper().connect(&chroot)).session_timeout_ms(SESSION_MS))
+        .zip(&metrics)
+        .map(|(id, addr)| {
+            BrokerSpec::new(*id, &zookeeper().connect(&chroot))
+                .session_timeout_ms(SESSION_MS)
+                .with("metrics.listener", addr)
+        })
         .collect();
     let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
@@ -468,6 +490,40 @@ async fn a_deleted_topic_vanishes_everywhere_even_from_a_broker_that_was_down() 
         zk.exists("/brokers/topics/doomed").await.expect("exists").is_some(),
         "deletion waits for the offline replica"
     );
+    // As in Kafka, the live replicas are deleted meanwhile; the down broker's two wait as
+    // ReplicaDeletionIneligible, and the topic's znodes stay.
+    let controller_metrics = metrics[(controller - 1) as usize].clone();
+    let live_dirs: Vec<std::path::PathBuf> = dirs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != down - 1)
+        .map(|(_, d)| d.clone())
+        .collect();
+    wait_until(
+        Duration::from_secs(20),
+        "the live replicas deleted, the others waiting",
+        || {
+            let body = scrape(&controller_metrics).unwrap_or_default();
+            let gone = live_dirs
+                .iter()
+                .all(|d| !d.join("doomed-0").exists() && !d.join("doomed-1").exists());
+            async move {
+                gone && [
+                    "kafka_controller_kafkacontroller_topicstodeletecount 1",
+                    "kafka_controller_kafkacontroller_replicastodeletecount 2",
+                    "kafka_controller_kafkacontroller_topicsineligibletodeletecount 1",
+                    "kafka_controller_kafkacontroller_replicasineligibletodeletecount 2",
+                ]
+                .iter()
+                .all(|line| body.contains(line))
+            }
+        },
+    )
+    .await;
+    assert!(
+        zk.exists("/brokers/topics/doomed").await.expect("exists").is_some(),
+        "the topic stays until every replica is deleted"
+    );
 
     let restarted = victim.restart(&specs[down - 1]);
     wait_until(Duration::from_secs(30), "the topic's znodes to go", || async {
@@ -483,6 +539,21 @@ async fn a_deleted_topic_vanishes_everywhere_even_from_a_broker_that_was_down() 
         async move { gone }
     })
     .await;
+    let body = scrape(&controller_metrics).expect("metrics");
+    let sample = |name: &str| common::cluster::sample(&body, name);
+    assert_eq!(
+        (
+            sample("kafka_controller_kafkacontroller_topicstodeletecount"),
+            sample("kafka_controller_kafkacontroller_replicastodeletecount"),
+        ),
+        (Some(0.0), Some(0.0)),
+        "{body}"
+    );
+    assert_eq!(
+        (sample(ILLEGAL_REPLICA_STATE_CHANGES), sample(ILLEGAL_STATE_CHANGES)),
+        (Some(0.0), Some(0.0)),
+        "both state machines allowed every step of the deletion: {body}"
+    );
     drop(restarted);
     zk.close().await;
 }

@@ -1,12 +1,14 @@
 //! `ControllerChannel`: one queue and one sender task per live broker (Kafka's
 //! ControllerChannelManager). Requests to a broker go out in order; a failed send is retried
-//! with backoff until it succeeds or the broker is removed (dead brokers get nothing).
+//! with backoff until it succeeds or the broker is removed (dead brokers get nothing). Answers
+//! that need the controller ([`Answer`]: replicas in a failed log dir, replica deletions) are
+//! handed to a callback, which enqueues them as events; this module decides nothing.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::messages::{LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest};
+use kafka_protocol::messages::{LeaderAndIsrRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest};
 use tokio::sync::mpsc;
 
 use crate::client::{BrokerConnection, ClientError};
@@ -20,14 +22,27 @@ pub enum ControlRequest {
     StopReplica(StopReplicaRequest),
 }
 
-/// Called with (broker, partitions) a broker answered KAFKA_STORAGE_ERROR for in a
-/// LeaderAndIsr: those replicas are offline (their log dir failed).
-pub type OfflineReplicasCallback = Arc<dyn Fn(BrokerId, Vec<(String, i32)>) + Send + Sync>;
+/// What a broker's answer tells the controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Partitions a LeaderAndIsr answered KAFKA_STORAGE_ERROR for: those replicas are offline
+    /// (their log dir failed).
+    OfflineReplicas(Vec<(String, i32)>),
+    /// A StopReplica with deletes was answered: each deleted partition's error code (0 =
+    /// deleted), and the broker epoch the request carried.
+    ReplicasDeleted {
+        broker_epoch: i64,
+        results: Vec<((String, i32), i16)>,
+    },
+}
+
+/// Called with each [`Answer`] and the broker that gave it.
+pub type AnswerCallback = Arc<dyn Fn(BrokerId, Answer) + Send + Sync>;
 
 #[derive(Default)]
 pub struct ControllerChannel {
     senders: HashMap<BrokerId, mpsc::UnboundedSender<ControlRequest>>,
-    on_offline: Option<OfflineReplicasCallback>,
+    on_answer: Option<AnswerCallback>,
 }
 
 impl std::fmt::Debug for ControllerChannel {
@@ -39,18 +54,18 @@ impl std::fmt::Debug for ControllerChannel {
 }
 
 impl ControllerChannel {
-    /// A channel that reports replicas answering KAFKA_STORAGE_ERROR to `on_offline`.
-    pub fn new(on_offline: OfflineReplicasCallback) -> Self {
+    /// A channel that reports offline replicas and replica deletions to `on_answer`.
+    pub fn new(on_answer: AnswerCallback) -> Self {
         ControllerChannel {
             senders: HashMap::new(),
-            on_offline: Some(on_offline),
+            on_answer: Some(on_answer),
         }
     }
 
     /// Starts a sender for `broker` at `addr` (its inter-broker listener).
     pub fn add_broker(&mut self, broker: BrokerId, addr: String, controller: BrokerId) {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(send_loop(broker, addr, controller, rx, self.on_offline.clone()));
+        tokio::spawn(send_loop(broker, addr, controller, rx, self.on_answer.clone()));
         self.senders.insert(broker, tx);
     }
 
@@ -83,7 +98,7 @@ async fn send_loop(
     addr: String,
     controller: BrokerId,
     mut rx: mpsc::UnboundedReceiver<ControlRequest>,
-    on_offline: Option<OfflineReplicasCallback>,
+    on_answer: Option<AnswerCallback>,
 ) {
     let client_id = format!("controller-{controller}-to-broker-{broker}");
     let mut connection: Option<Arc<BrokerConnection>> = None;
@@ -105,9 +120,9 @@ async fn send_loop(
             }
             let Some(conn) = connection.clone() else { continue };
             match send_one(&conn, &request).await {
-                Ok(offline) => {
-                    if let (false, Some(callback)) = (offline.is_empty(), &on_offline) {
-                        callback(broker, offline);
+                Ok(answer) => {
+                    if let (Some(answer), Some(callback)) = (answer, &on_answer) {
+                        callback(broker, answer);
                     }
                     break;
                 }
@@ -130,9 +145,8 @@ async fn wait_or_closed(rx: &mut mpsc::UnboundedReceiver<ControlRequest>, d: Dur
     !rx.is_closed()
 }
 
-/// Sends one request; returns the partitions a LeaderAndIsr answered KAFKA_STORAGE_ERROR for.
-async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<Vec<(String, i32)>, ClientError> {
-    let mut offline = Vec::new();
+/// Sends one request; returns what its answer tells the controller, if anything.
+async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<Option<Answer>, ClientError> {
     match request {
         ControlRequest::LeaderAndIsr(r) => {
             let response = conn.send(r.clone(), 7).await?;
@@ -140,6 +154,7 @@ async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<V
                 tracing::warn!(error = response.error_code, "LeaderAndIsr refused");
             }
             // v5+ answers by topic id; map ids back to names from the request.
+            let mut offline = Vec::new();
             for topic in &response.topics {
                 let name = r
                     .topic_states
@@ -154,21 +169,120 @@ async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<V
                     }
                 }
             }
+            Ok((!offline.is_empty()).then_some(Answer::OfflineReplicas(offline)))
         }
         ControlRequest::UpdateMetadata(r) => {
             let response = conn.send(r.clone(), 8).await?;
             if response.error_code != 0 {
                 tracing::warn!(error = response.error_code, "UpdateMetadata refused");
             }
+            Ok(None)
         }
         ControlRequest::StopReplica(r) => {
             let response = conn.send(r.clone(), 4).await?;
             if response.error_code != 0 {
                 tracing::warn!(error = response.error_code, "StopReplica refused");
             }
+            Ok(deletions(r, &response))
         }
     }
-    Ok(offline)
+}
+
+/// The deletes a StopReplica asked for and how each went (Kafka's
+/// `TopicDeletionStopReplicaResponseReceived`): a request-level error fails them all.
+pub fn deletions(request: &StopReplicaRequest, response: &StopReplicaResponse) -> Option<Answer> {
+    let asked: Vec<(String, i32)> = request
+        .topic_states
+        .iter()
+        .flat_map(|t| {
+            t.partition_states
+                .iter()
+                .filter(|p| p.delete_partition)
+                .map(|p| (t.topic_name.0.to_string(), p.partition_index))
+        })
+        .collect();
+    if asked.is_empty() {
+        return None;
+    }
+    let results = if response.error_code != 0 {
+        asked.into_iter().map(|k| (k, response.error_code)).collect()
+    } else {
+        response
+            .partition_errors
+            .iter()
+            .map(|p| ((p.topic_name.0.to_string(), p.partition_index), p.error_code))
+            .filter(|(k, _)| asked.contains(k))
+            .collect()
+    };
+    Some(Answer::ReplicasDeleted {
+        broker_epoch: request.broker_epoch,
+        results,
+    })
 }
 
 const KAFKA_STORAGE_ERROR: i16 = 56;
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::stop_replica_request::{StopReplicaPartitionState, StopReplicaTopicState};
+    use kafka_protocol::messages::stop_replica_response::StopReplicaPartitionError;
+    use kafka_protocol::messages::TopicName;
+    use kafka_protocol::protocol::StrBytes;
+
+    use super::*;
+
+    fn name(s: &str) -> TopicName {
+        TopicName(StrBytes::from_string(s.to_string()))
+    }
+
+    fn request(delete: &[(i32, bool)]) -> StopReplicaRequest {
+        let states = delete
+            .iter()
+            .map(|(p, d)| {
+                StopReplicaPartitionState::default()
+                    .with_partition_index(*p)
+                    .with_delete_partition(*d)
+            })
+            .collect();
+        StopReplicaRequest::default()
+            .with_broker_epoch(7)
+            .with_topic_states(vec![StopReplicaTopicState::default()
+                .with_topic_name(name("d"))
+                .with_partition_states(states)])
+    }
+
+    fn answered(codes: &[(i32, i16)]) -> StopReplicaResponse {
+        StopReplicaResponse::default().with_partition_errors(
+            codes
+                .iter()
+                .map(|(p, c)| {
+                    StopReplicaPartitionError::default()
+                        .with_topic_name(name("d"))
+                        .with_partition_index(*p)
+                        .with_error_code(*c)
+                })
+                .collect(),
+        )
+    }
+
+    /// TopicDeletionStopReplicaResponseReceived: per-partition codes for the deletes asked for;
+    /// a request-level error fails every one; a StopReplica without deletes reports nothing.
+    #[test]
+    fn stop_replica_answers_report_each_requested_delete() {
+        let key = |p: i32| ("d".to_string(), p);
+        let deleted = |results: Vec<((String, i32), i16)>| Answer::ReplicasDeleted {
+            broker_epoch: 7,
+            results,
+        };
+        let req = request(&[(0, true), (1, true), (2, false)]);
+        assert_eq!(
+            deletions(&req, &answered(&[(0, 0), (1, 56), (2, 0)])),
+            Some(deleted(vec![(key(0), 0), (key(1), 56)]))
+        );
+        assert_eq!(
+            deletions(&req, &answered(&[]).with_error_code(11)),
+            Some(deleted(vec![(key(0), 11), (key(1), 11)]))
+        );
+        assert_eq!(deletions(&request(&[(0, false)]), &answered(&[(0, 0)])), None);
+    }
+}

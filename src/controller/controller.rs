@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use super::channel::{ControlRequest, ControllerChannel};
+use super::channel::{Answer, ControlRequest, ControllerChannel};
 use super::decisions;
 use super::event_manager::{self, Event, EventQueue, Reply, Trigger, ZNodeWatches};
 use super::partition_state::PartitionState;
@@ -243,10 +243,10 @@ impl Controller {
             }
             Event::BrokerChange => match self.on_broker_change().await {
                 // A returning replica may unblock a deletion.
-                Ok(()) => self.on_topic_deletion().await,
+                Ok(()) => self.on_topic_deletion(true).await,
                 Err(e) => Err(e),
             },
-            Event::TopicDeletion => self.on_topic_deletion().await,
+            Event::TopicDeletion => self.on_topic_deletion(true).await,
             Event::ElectLeaders {
                 partitions,
                 unclean,
@@ -289,6 +289,15 @@ impl Controller {
                 }
             }
             Event::OfflineReplicas { broker, partitions } => self.on_offline_replicas(broker, partitions).await,
+            Event::ReplicasDeleted {
+                controller_epoch,
+                broker,
+                broker_epoch,
+                results,
+            } => {
+                self.on_replicas_deleted(controller_epoch, broker, broker_epoch, &results)
+                    .await
+            }
             Event::ControlledShutdown {
                 broker,
                 broker_epoch,
@@ -353,13 +362,22 @@ impl Controller {
             ..Default::default()
         };
         let events = self.events.clone();
-        let on_offline: super::channel::OfflineReplicasCallback = std::sync::Arc::new(move |broker, partitions| {
-            events.put(Event::OfflineReplicas { broker, partitions });
+        let controller_epoch = epoch.0;
+        let on_answer: super::channel::AnswerCallback = std::sync::Arc::new(move |broker, answer| {
+            events.put(match answer {
+                Answer::OfflineReplicas(partitions) => Event::OfflineReplicas { broker, partitions },
+                Answer::ReplicasDeleted { broker_epoch, results } => Event::ReplicasDeleted {
+                    controller_epoch,
+                    broker,
+                    broker_epoch,
+                    results,
+                },
+            });
         });
         self.active = Some(Active {
             epoch_version,
             ctx,
-            channel: ControllerChannel::new(on_offline),
+            channel: ControllerChannel::new(on_answer),
             watches: ZNodeWatches::default(),
         });
         if let Err(e) = self.on_failover().await {
@@ -390,11 +408,14 @@ impl Controller {
             .flat_map(|(t, i)| i.assignment.keys().map(move |p| (t.clone(), *p)))
             .collect();
         let leaderships = zk_ops::leaderships(&self.zk, &partitions).await?;
+        // Deletions queued before this controller took over: no elections for them.
+        let doomed = zk_ops::topics_to_delete(&self.zk).await?;
         let listener = self.config.inter_broker_listener.clone();
         let me = self.config.broker_id;
         let Some(active) = self.active.as_mut() else {
             return Ok(());
         };
+        active.ctx.topics_to_delete = doomed.into_iter().filter(|t| topics.contains_key(t)).collect();
         active.ctx.topics = topics;
         active.ctx.leaderships = leaderships;
         for (id, b) in &brokers {
@@ -405,6 +426,7 @@ impl Controller {
         let ids: Vec<BrokerId> = brokers.keys().copied().collect();
         active.ctx.live_brokers = brokers;
         active.ctx.initialize_partition_states();
+        active.ctx.initialize_replica_states();
         self.watch_brokers(&ids).await;
         // Every broker learns the cluster first, then leaders are (re)announced and elected.
         let all = match self.active.as_ref() {
@@ -425,7 +447,7 @@ impl Controller {
         self.send_leader_and_isr(&with_state, false);
         self.elect_partitions(&all).await?;
         // Resume deletions queued before this controller took over.
-        self.on_topic_deletion().await?;
+        self.on_topic_deletion(true).await?;
         tracing::info!(
             partitions = all.len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -473,18 +495,26 @@ impl Controller {
             active.watches.unwatch(&paths::broker_id(*id));
         }
         active.ctx.live_brokers = now;
+        // A bounced broker fails and starts again, as in Kafka's processBrokerChange.
+        let failed: Vec<BrokerId> = dead.iter().chain(&bounced).copied().collect();
+        let started: Vec<BrokerId> = new.iter().chain(&bounced).copied().collect();
+        let lost = active.ctx.broker_replicas(&failed);
+        active.ctx.replicas_went_offline(&lost);
+        active.ctx.replicas_came_online(&started);
         active.ctx.mark_leaderless_offline();
         let all = active.ctx.all_partitions();
         self.watch_brokers(&new).await;
         // Dead brokers leave the ISRs (and leadership); partitions without a leader are elected.
         self.elect_partitions(&all).await?;
-        // Restarted brokers learn everything and get LeaderAndIsr for their replicas.
+        // Restarted brokers learn everything and get LeaderAndIsr for their replicas (not for
+        // topics being deleted: those get StopReplica from deletion, and a LeaderAndIsr after
+        // it would bring an already deleted log back).
         self.send_update_metadata(&all);
         if let Some(active) = self.active.as_ref() {
-            for id in new.iter().chain(&bounced) {
+            for id in &started {
                 let theirs: Vec<(String, i32)> = all
                     .iter()
-                    .filter(|(t, p)| active.ctx.replicas(t, *p).contains(id))
+                    .filter(|(t, p)| active.ctx.replicas(t, *p).contains(id) && !active.ctx.is_queued_for_deletion(t))
                     .cloned()
                     .collect();
                 self.send_leader_and_isr_to_inner(active, *id, &theirs, false);
@@ -528,6 +558,7 @@ impl Controller {
         };
         // A partition that already exists is refused here, so it is not created twice.
         let partitions = active.ctx.change_states(partitions, PartitionState::New);
+        active.ctx.create_replicas(&partitions);
         let existing = zk_ops::leaderships(&self.zk, &partitions).await?;
         let Some(active) = self.active.as_mut() else {
             return Ok(());
@@ -545,7 +576,11 @@ impl Controller {
         }
         self.send_leader_and_isr(&announced, true);
         self.send_update_metadata(&announced);
-        self.elect_partitions(&partitions).await
+        self.elect_partitions(&partitions).await?;
+        if let Some(active) = self.active.as_mut() {
+            active.ctx.start_new_replicas(&partitions);
+        }
+        Ok(())
     }
 
     /// Decides every partition in `partitions` that needs a change (new, leaderless, or with a
@@ -576,7 +611,9 @@ impl Controller {
         let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
         let mut creates = Vec::new();
         let mut updates = Vec::new();
-        for key in partitions {
+        // A topic being deleted keeps its leaders until it is gone (Kafka skips it too): a
+        // LeaderAndIsr after its StopReplica(delete) would bring a deleted log back.
+        for key in partitions.iter().filter(|k| !ctx.is_queued_for_deletion(&k.0)) {
             let assignment = ctx.replicas(&key.0, key.1);
             // A replica in a failed log dir cannot lead or stay in sync.
             let live: BTreeSet<BrokerId> = live

@@ -78,6 +78,13 @@ pub(super) enum Event {
         broker: BrokerId,
         partitions: Vec<(String, i32)>,
     },
+    /// A broker answered a StopReplica(delete) sent in `controller_epoch` with `broker_epoch`.
+    ReplicasDeleted {
+        controller_epoch: i32,
+        broker: BrokerId,
+        broker_epoch: i64,
+        results: Vec<((String, i32), i16)>,
+    },
     Startup,
     /// `/controller` was created, changed or deleted: re-check, maybe elect.
     ControllerChange,

@@ -1,16 +1,17 @@
 //! The controller (Kafka's KafkaController, ZK mode): every broker runs one, the winner of the
 //! `/controller` race decides leaders and ISRs, writes them to the state znodes under an
-//! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata to brokers.
+//! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata / StopReplica to brokers.
 //!
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
 //! `event_manager` the event queue and the watches that feed it; `operations` the
-//! operator-facing work (controlled shutdown, leader elections, deletion); `modifications`
-//! in-place edits of topic and broker znodes; `notifications` ISR-change notifications and
-//! stale notifications at failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O;
-//! [`channel`] one sender per broker; [`requests`] builds the requests; [`state_changes`]
-//! drives the partition state machine; [`decisions`], [`election`], [`partition_state`],
-//! [`replica_state`] and [`assignment`] are pure logic (the replica state machine is not
-//! driven yet).
+//! operator-facing work (controlled shutdown, leader elections, log-dir failures,
+//! CreatePartitions); `topic_deletion` deleting topics; `modifications` in-place edits of topic
+//! and broker znodes; `notifications` ISR-change notifications and stale notifications at
+//! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O; [`channel`] one sender per
+//! broker, reporting the answers the controller acts on; [`requests`] builds the requests.
+//! [`state_changes`] drives the partition state machine and [`replica_changes`] the replica
+//! state machine, both on the controller's context and without I/O; [`decisions`],
+//! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
 
 pub mod assignment;
 pub mod channel;
@@ -24,10 +25,12 @@ mod notifications;
 mod operations;
 pub mod partition_state;
 mod refresh;
+pub mod replica_changes;
 pub mod replica_state;
 pub mod requests;
 pub mod state_changes;
 pub mod stats;
+mod topic_deletion;
 pub mod zk_ops;
 
 pub use controller::{start, ControllerConfig, ControllerHandle};

@@ -1,15 +1,15 @@
 //! The controller's operator-facing work: controlled shutdown, preferred and unclean leader
-//! elections (ElectLeaders, `/admin/preferred_replica_election`, auto rebalance) and topic
-//! deletion. Same event loop and rules as [`super::controller`]: decide with pure functions,
-//! write ZooKeeper fenced, then announce.
+//! elections (ElectLeaders, `/admin/preferred_replica_election`, auto rebalance), log-dir
+//! failures and CreatePartitions. Same event loop and rules as [`super::controller`]: decide
+//! with pure functions, write ZooKeeper fenced, then announce. Topic deletion is
+//! `topic_deletion`'s.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::channel::ControlRequest;
 use super::controller::{Controller, ShutdownError, BROKER_NOT_AVAILABLE, NOT_CONTROLLER, STALE_BROKER_EPOCH};
 use super::decisions;
-use super::partition_state::PartitionState;
-use super::requests;
+use super::replica_changes;
+use super::replica_state::ReplicaState;
 use super::zk_ops::{self, ControllerZkError};
 use crate::types::BrokerId;
 use crate::zk::paths;
@@ -48,10 +48,13 @@ impl Controller {
         };
         let ctx = &active.ctx;
         let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
+        // Decided before leaderships move: the partitions it follows, not the ones it hands over.
+        let followed = ctx.followed_by(broker);
         let mut updates = Vec::new();
         for key in ctx.all_partitions() {
             let assignment = ctx.replicas(&key.0, key.1);
-            if !assignment.contains(&broker) {
+            // Like Kafka, partitions of topics being deleted are left alone.
+            if !assignment.contains(&broker) || ctx.is_queued_for_deletion(&key.0) {
                 continue;
             }
             if let Some(current) = ctx.leaderships.get(&key) {
@@ -66,15 +69,20 @@ impl Controller {
         self.write_and_announce(started, Vec::new(), updates)
             .await
             .map_err(ShutdownError::Zk)?;
-        let Some(active) = self.active.as_ref() else {
+        let Some(active) = self.active.as_mut() else {
             return Err(ShutdownError::Code(NOT_CONTROLLER));
         };
-        // Like Kafka, only replicated partitions count: a single-replica one cannot move.
-        let remaining: Vec<(String, i32)> = active
-            .ctx
+        // It left those ISRs: its replicas there are Offline (Kafka's OfflineReplica step).
+        active.ctx.change_replica_states(&followed, ReplicaState::Offline);
+        // Like Kafka, only replicated partitions of topics not being deleted count: a
+        // single-replica one cannot move.
+        let ctx = &active.ctx;
+        let remaining: Vec<(String, i32)> = ctx
             .leaderships
             .iter()
-            .filter(|((t, p), l)| l.leader == broker.0 && active.ctx.replicas(t, *p).len() > 1)
+            .filter(|((t, p), l)| {
+                l.leader == broker.0 && ctx.replicas(t, *p).len() > 1 && !ctx.is_queued_for_deletion(t)
+            })
             .map(|(k, _)| k.clone())
             .collect();
         tracing::info!(%broker, moved, remaining = remaining.len(), "controlled shutdown");
@@ -106,6 +114,11 @@ impl Controller {
                 outcome.push((key, crate::protocol::error_codes::UNKNOWN_TOPIC_OR_PARTITION));
                 continue;
             };
+            if ctx.is_queued_for_deletion(&key.0) {
+                // Kafka: "Deletion of topic is in progress" (INVALID_TOPIC_EXCEPTION).
+                outcome.push((key, crate::protocol::error_codes::INVALID_TOPIC_EXCEPTION));
+                continue;
+            }
             let assignment = ctx.replicas(&key.0, key.1);
             let decided = if unclean {
                 decisions::unclean(&assignment, current, &live, ctx.epoch)
@@ -168,6 +181,9 @@ impl Controller {
         type Preferred = Vec<((String, i32), bool)>;
         let mut preferred_of: BTreeMap<BrokerId, Preferred> = BTreeMap::new();
         for key in ctx.all_partitions() {
+            if ctx.is_queued_for_deletion(&key.0) {
+                continue;
+            }
             let Some(head) = ctx.replicas(&key.0, key.1).first().copied() else {
                 continue;
             };
@@ -195,61 +211,6 @@ impl Controller {
         let outcome = self.on_elect_leaders(Some(wanted), false).await?;
         let moved = outcome.iter().filter(|(_, code)| *code == 0).count();
         tracing::info!(moved, "auto leader rebalance");
-        Ok(())
-    }
-
-    /// Kafka's TopicDeletionManager, simplified: a queued topic whose replicas are all live gets
-    /// UpdateMetadata (leader -2) and StopReplica(delete) everywhere, then its znodes go; one
-    /// with a dead replica waits (and is retried on the next broker change).
-    pub(super) async fn on_topic_deletion(&mut self) -> Result<(), ControllerZkError> {
-        if self.active.is_none() {
-            return Ok(());
-        }
-        let queued = zk_ops::topics_to_delete(&self.zk).await?;
-        for topic in queued {
-            let Some(active) = self.active.as_ref() else {
-                return Ok(());
-            };
-            let Some(info) = active.ctx.topics.get(&topic).cloned() else {
-                // Unknown (already gone, or never existed): just drop the marker.
-                zk_ops::delete_topic_znodes(&self.zk, active.epoch_version, &topic, &[]).await?;
-                continue;
-            };
-            let replicas: BTreeSet<BrokerId> = info.assignment.values().flatten().copied().collect();
-            if let Some(dead) = replicas.iter().find(|r| !active.ctx.is_live(**r)) {
-                tracing::info!(%topic, replica = %dead, "topic deletion waits for an offline replica");
-                continue;
-            }
-            let partitions: Vec<i32> = info.assignment.keys().copied().collect();
-            for (id, b) in &active.ctx.live_brokers {
-                let request = requests::update_metadata_deleting(&active.ctx, &topic, b.epoch);
-                active.channel.send(*id, ControlRequest::UpdateMetadata(request));
-            }
-            for replica in &replicas {
-                let Some(b) = active.ctx.live_brokers.get(replica) else {
-                    continue;
-                };
-                let theirs: Vec<(String, i32)> = info
-                    .assignment
-                    .iter()
-                    .filter(|(_, r)| r.contains(replica))
-                    .map(|(p, _)| (topic.clone(), *p))
-                    .collect();
-                let request = requests::stop_replica(&active.ctx, &theirs, b.epoch, true);
-                active.channel.send(*replica, ControlRequest::StopReplica(request));
-            }
-            zk_ops::delete_topic_znodes(&self.zk, active.epoch_version, &topic, &partitions).await?;
-            let Some(active) = self.active.as_mut() else {
-                return Ok(());
-            };
-            let keys: Vec<(String, i32)> = partitions.iter().map(|p| (topic.clone(), *p)).collect();
-            active.ctx.change_states(&keys, PartitionState::Offline);
-            active.ctx.change_states(&keys, PartitionState::NonExistent);
-            active.ctx.topics.remove(&topic);
-            active.ctx.leaderships.retain(|(t, _), _| *t != topic);
-            active.watches.unwatch(&paths::topic(&topic));
-            tracing::info!(%topic, "topic deleted");
-        }
         Ok(())
     }
 
@@ -290,11 +251,14 @@ impl Controller {
         );
         if let Some(active) = self.active.as_ref() {
             for broker in &brokers {
+                // Not for topics being deleted: their replicas get StopReplica(delete) instead.
                 let theirs: Vec<(String, i32)> = active
                     .ctx
                     .all_partitions()
                     .into_iter()
-                    .filter(|(t, p)| active.ctx.replicas(t, *p).contains(broker))
+                    .filter(|(t, p)| {
+                        active.ctx.replicas(t, *p).contains(broker) && !active.ctx.is_queued_for_deletion(t)
+                    })
                     .collect();
                 self.send_leader_and_isr_to_inner(active, *broker, &theirs, false);
             }
@@ -314,6 +278,13 @@ impl Controller {
         for (t, p) in &partitions {
             active.ctx.offline_replicas.insert((t.clone(), *p, broker));
         }
+        let hosted: Vec<(String, i32)> = partitions
+            .iter()
+            .filter(|(t, p)| active.ctx.replicas(t, *p).contains(&broker))
+            .cloned()
+            .collect();
+        let offline: Vec<_> = hosted.iter().map(|k| replica_changes::replica(k, broker)).collect();
+        active.ctx.replicas_went_offline(&offline);
         active.ctx.mark_leaderless_offline();
         tracing::warn!(%broker, partitions = partitions.len(), "replicas offline after a log dir failure");
         self.elect_partitions(&partitions).await?;

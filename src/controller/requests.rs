@@ -29,6 +29,10 @@ pub struct ControllerContext {
     pub offline_replicas: std::collections::BTreeSet<(String, i32, BrokerId)>,
     /// Every partition's state in the partition state machine (see `state_changes`).
     pub partition_states: super::partition_state::PartitionStates,
+    /// Every replica's state in the replica state machine (see `replica_changes`).
+    pub replica_states: super::replica_state::ReplicaStates,
+    /// Known topics queued in `/admin/delete_topics` (Kafka's `topicsToBeDeleted`).
+    pub topics_to_delete: std::collections::BTreeSet<String>,
 }
 
 impl ControllerContext {
@@ -139,6 +143,12 @@ pub fn update_metadata(
         let Some(l) = ctx.leaderships.get(&(topic.clone(), *p)) else {
             continue;
         };
+        // Kafka's LeaderDuringDelete: a topic being deleted stays out of metadata caches.
+        let leader = if ctx.topics_to_delete.contains(topic) {
+            -2
+        } else {
+            l.leader
+        };
         let replicas = ctx.replicas(topic, *p);
         let offline: Vec<BrokerId> = replicas
             .iter()
@@ -149,7 +159,7 @@ pub fn update_metadata(
             UpdateMetadataPartitionState::default()
                 .with_partition_index(*p)
                 .with_controller_epoch(l.controller_epoch)
-                .with_leader(KpBrokerId(l.leader))
+                .with_leader(KpBrokerId(leader))
                 .with_leader_epoch(l.leader_epoch)
                 .with_isr(kp(&l.isr))
                 .with_zk_version(l.zk_version)

@@ -29,6 +29,7 @@ pub fn register() {
     let _ = metrics::histogram!(EVENT_QUEUE_TIME_MS);
     metrics::counter!(UNCLEAN_LEADER_ELECTIONS).increment(0);
     metrics::counter!(super::state_changes::ILLEGAL_STATE_CHANGES).increment(0);
+    metrics::counter!(super::replica_changes::ILLEGAL_REPLICA_STATE_CHANGES).increment(0);
     metrics::gauge!(EVENT_QUEUE_SIZE).increment(0.0);
 }
 
@@ -58,11 +59,19 @@ pub fn event_dequeued(waited: Option<Duration>) {
 pub struct ControllerGauges {
     pub global_topic_count: usize,
     pub global_partition_count: usize,
-    /// Partitions without a live leader.
+    /// Partitions without a live leader, except those of topics being deleted.
     pub offline_partitions_count: usize,
     pub active_broker_count: usize,
-    /// Partitions not led by their first assigned replica.
+    /// Partitions not led by their first assigned replica, except those of topics being deleted.
     pub preferred_replica_imbalance_count: usize,
+    /// Topics queued for deletion.
+    pub topics_to_delete_count: usize,
+    /// Their replicas not yet deleted.
+    pub replicas_to_delete_count: usize,
+    /// Queued topics with a replica that cannot be deleted now.
+    pub topics_ineligible_to_delete_count: usize,
+    /// Replicas of queued topics that cannot be deleted now (broker down, delete failed).
+    pub replicas_ineligible_to_delete_count: usize,
 }
 
 impl ControllerGauges {
@@ -75,6 +84,7 @@ impl ControllerGauges {
         let all = ctx.all_partitions();
         let offline = all
             .iter()
+            .filter(|k| !ctx.is_queued_for_deletion(&k.0))
             .filter(|k| {
                 ctx.leaderships
                     .get(*k)
@@ -83,17 +93,23 @@ impl ControllerGauges {
             .count();
         let imbalance = all
             .iter()
+            .filter(|k| !ctx.is_queued_for_deletion(&k.0))
             .filter(|k| {
                 let head = ctx.replicas(&k.0, k.1).first().map(|b| b.0);
                 ctx.leaderships.get(*k).is_some_and(|l| Some(l.leader) != head)
             })
             .count();
+        let (replicas_to_delete, replicas_ineligible, topics_ineligible) = ctx.deletion_counts();
         ControllerGauges {
             global_topic_count: ctx.topics.len(),
             global_partition_count: all.len(),
             offline_partitions_count: offline,
             active_broker_count: ctx.live_brokers.len(),
             preferred_replica_imbalance_count: imbalance,
+            topics_to_delete_count: ctx.topics_to_delete.len(),
+            replicas_to_delete_count: replicas_to_delete,
+            topics_ineligible_to_delete_count: topics_ineligible,
+            replicas_ineligible_to_delete_count: replicas_ineligible,
         }
     }
 
@@ -119,6 +135,22 @@ impl ControllerGauges {
             "kafka_controller_kafkacontroller_preferredreplicaimbalancecount",
             self.preferred_replica_imbalance_count,
         );
+        set(
+            "kafka_controller_kafkacontroller_topicstodeletecount",
+            self.topics_to_delete_count,
+        );
+        set(
+            "kafka_controller_kafkacontroller_replicastodeletecount",
+            self.replicas_to_delete_count,
+        );
+        set(
+            "kafka_controller_kafkacontroller_topicsineligibletodeletecount",
+            self.topics_ineligible_to_delete_count,
+        );
+        set(
+            "kafka_controller_kafkacontroller_replicasineligibletodeletecount",
+            self.replicas_ineligible_to_delete_count,
+        );
     }
 }
 
@@ -140,8 +172,9 @@ mod tests {
         }
     }
 
-    /// KafkaController.updateMetrics: offline = no live leader (no state yet counts too),
-    /// imbalance = led by someone other than the first assigned replica.
+    /// KafkaController.updateMetrics: offline = no live leader (no state yet counts too) outside
+    /// topics being deleted, imbalance = led by someone other than the first assigned replica,
+    /// and the deletion counts from the replica states.
     #[test]
     fn gauges_count_offline_and_imbalanced_partitions() {
         let mut ctx = ControllerContext::default();
@@ -174,15 +207,32 @@ mod tests {
         ctx.leaderships.insert(("t".into(), 0), led_by(1));
         ctx.leaderships.insert(("t".into(), 1), led_by(1));
         ctx.leaderships.insert(("t".into(), 2), led_by(-1));
+        // "gone" is being deleted: its offline, imbalanced partition does not count; of its replicas,
+        // the one on dead broker 3 waits, the one on broker 1 is being deleted.
+        ctx.topics.insert(
+            "gone".into(),
+            TopicInfo {
+                id: uuid::Uuid::nil(),
+                assignment: [(0, vec![BrokerId(1), BrokerId(3)])].into_iter().collect(),
+            },
+        );
+        ctx.leaderships.insert(("gone".into(), 0), led_by(3));
+        ctx.initialize_replica_states();
+        ctx.topics_to_delete.insert("gone".into());
+        ctx.start_deletion("gone");
         let got = ControllerGauges::of(Some(&ctx));
         assert_eq!(
             got,
             ControllerGauges {
-                global_topic_count: 1,
-                global_partition_count: 4,
+                global_topic_count: 2,
+                global_partition_count: 5,
                 offline_partitions_count: 2,
                 active_broker_count: 2,
                 preferred_replica_imbalance_count: 2,
+                topics_to_delete_count: 1,
+                replicas_to_delete_count: 2,
+                topics_ineligible_to_delete_count: 1,
+                replicas_ineligible_to_delete_count: 1,
             }
         );
         assert_eq!(ControllerGauges::of(None), ControllerGauges::default());
