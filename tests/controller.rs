@@ -429,10 +429,24 @@ async fn sigterm_moves_leaderships_away_before_the_broker_exits() {
     let p0 = state(&zk, "rolling", 0).await.expect("state");
     assert_eq!(p0.leader.0, 1, "leadership moved to the next ISR member");
     assert!(p0.leader_epoch.0 > before.leader_epoch.0);
-    assert!(!p0.isr.iter().any(|b| b.0 == 3), "the stopping broker left the ISR");
     let p1 = state(&zk, "rolling", 1).await.expect("state");
     assert_eq!(p1.leader.0, 1);
-    assert!(!p1.isr.iter().any(|b| b.0 == 3), "it left the ISRs it followed in too");
+    // It leaves the ISRs (a leader may take it back for the moment between the controller's
+    // write and its fetchers stopping; its deregistration removes it for good).
+    wait_until(
+        Duration::from_secs(10),
+        "the stopped broker out of every ISR",
+        || async {
+            let mut out = true;
+            for p in 0..2 {
+                out &= state(&zk, "rolling", p)
+                    .await
+                    .is_some_and(|s| !s.isr.iter().any(|b| b.0 == 3));
+            }
+            out
+        },
+    )
+    .await;
     zk.close().await;
 }
 

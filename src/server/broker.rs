@@ -531,6 +531,8 @@ impl BrokerHandle {
         // Move leaderships away while this broker still serves requests (Kafka's order).
         let epoch = *self.epoch.borrow();
         controlled_shutdown::run(&self.shutdown_config, &self.metadata_cache, &self.zk, self.id, epoch.0).await;
+        // Out of the ISRs now: stop fetching, or leaders would take this broker back in.
+        self.replica_manager.shutdown();
         if let Some(server) = self.server.take() {
             server.shutdown().await;
         }
