@@ -433,7 +433,24 @@ async fn sigterm_moves_leaderships_away_before_the_broker_exits() {
     assert_eq!(p1.leader.0, 1);
     // It leaves the ISRs (a leader may take it back for the moment between the controller's
     // write and its fetchers stopping; its deregistration removes it for good).
-    wait_until(
+    let logs = || {
+        brokers
+            .iter()
+            .flat_map(|b| {
+                let log = b.stderr();
+                log.lines()
+                    .filter(|l| {
+                        ["ISR", "broker change", "written", "refreshed", "failed", "illegal"]
+                            .iter()
+                            .any(|k| l.contains(k))
+                    })
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    common::wait_until_else(
         Duration::from_secs(10),
         "the stopped broker out of every ISR",
         || async {
@@ -445,6 +462,7 @@ async fn sigterm_moves_leaderships_away_before_the_broker_exits() {
             }
             out
         },
+        logs,
     )
     .await;
     zk.close().await;

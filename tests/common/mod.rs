@@ -22,8 +22,21 @@ pub use process::{BrokerProcess, BrokerSpec};
 pub use zookeeper::{zookeeper, ZooKeeperServer};
 
 /// Polls `condition` until it holds or `deadline` passes; panics naming `what` on timeout.
-pub async fn wait_until<F, Fut>(deadline: Duration, what: &str, mut condition: F)
+pub async fn wait_until<F, Fut>(deadline: Duration, what: &str, condition: F)
 where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    wait_until_else(deadline, what, condition, String::new).await
+}
+
+/// [`wait_until`], adding what `diagnose` says (e.g. broker logs) to the timeout panic.
+pub async fn wait_until_else<F, Fut>(
+    deadline: Duration,
+    what: &str,
+    mut condition: F,
+    diagnose: impl FnOnce() -> String,
+) where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
@@ -33,7 +46,7 @@ where
             return;
         }
         if start.elapsed() > deadline {
-            panic!("timed out after {deadline:?} waiting for: {what}");
+            panic!("timed out after {deadline:?} waiting for: {what}\n{}", diagnose());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
