@@ -486,7 +486,7 @@ impl Controller {
 
     /// Loads the cluster from ZooKeeper, tells every broker, and elects what needs a leader.
     async fn on_failover(&mut self) -> Result<(), ControllerZkError> {
-        let started = std::time::Instant::now();
+        let (started, zk_before) = (std::time::Instant::now(), self.zk.requests());
         let brokers = zk_ops::live_brokers(&self.zk).await?;
         let names = zk_ops::topic_names(&self.zk).await?;
         let topics = zk_ops::topic_infos(&self.zk, &names).await?;
@@ -529,11 +529,11 @@ impl Controller {
         self.elect_partitions(&all).await?;
         // Resume deletions queued before this controller took over.
         self.on_topic_deletion().await?;
-        tracing::info!(
-            partitions = all.len(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "controller failover done"
-        );
+        if let Some(active) = self.active.as_ref() {
+            let brokers = active.ctx.live_brokers.keys().copied();
+            let round_trips = self.zk.requests() - zk_before;
+            super::timing::report_failover(&active.channel, brokers, started, all.len(), round_trips);
+        }
         Ok(())
     }
 

@@ -18,6 +18,7 @@ mod operations;
 pub mod partition_state;
 pub mod replica_state;
 pub mod requests;
+mod timing;
 pub mod zk_ops;
 
 pub use controller::{start, ControllerConfig, ControllerHandle};

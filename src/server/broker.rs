@@ -496,8 +496,9 @@ impl BrokerHandle {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot write the clean-shutdown marker");
             }
         }
+        let zk_requests = self.zk.store().requests();
         self.zk.store().close().await;
-        tracing::info!("[KafkaServer id={}] shut down completed", self.id);
+        tracing::info!(zk_requests, "[KafkaServer id={}] shut down completed", self.id);
         Ok(())
     }
 }
