@@ -53,9 +53,9 @@ impl RequestHandler for KafkaApis {
             RequestKind::Fetch(r) => Some(ResponseKind::Fetch(fetch::handle(self, &ctx, r).await)),
             RequestKind::ListOffsets(r) => Some(ResponseKind::ListOffsets(list_offsets::handle(self, &ctx, r))),
             RequestKind::Metadata(r) => Some(ResponseKind::Metadata(metadata::handle(self, &ctx, r).await)),
-            RequestKind::LeaderAndIsr(r) => Some(ResponseKind::LeaderAndIsr(controller_requests::leader_and_isr(
-                self, &ctx, r,
-            ))),
+            RequestKind::LeaderAndIsr(r) => Some(ResponseKind::LeaderAndIsr(
+                controller_requests::leader_and_isr(self, &ctx, r).await,
+            )),
             RequestKind::UpdateMetadata(r) => Some(ResponseKind::UpdateMetadata(controller_requests::update_metadata(
                 self, r,
             ))),
