@@ -298,17 +298,30 @@ impl Log {
     }
 
     /// Records that `epoch` starts at `start_offset` (a new leader does this at its LEO at once),
-    /// unless the cache already has that epoch or a later one.
+    /// unless the cache already has that epoch or a later one. The checkpoint file is written
+    /// before the first record of the epoch is appended, or by [`Self::flush_leader_epochs`]
+    /// (see [`LeaderEpochFileCache::assign_deferred`]).
     pub fn assign_leader_epoch(&mut self, epoch: i32, start_offset: i64) -> Result<(), LogError> {
         if epoch < 0 || self.epochs.latest_epoch().is_some_and(|e| e >= epoch) {
             return Ok(());
         }
         let assigned = self
             .epochs
-            .assign(epoch, start_offset)
+            .assign_deferred(epoch, start_offset)
             .map(|_| ())
             .map_err(|e| checkpoint_io(&self.dir, e));
         self.io(assigned)
+    }
+
+    /// Writes the leader-epoch checkpoint if an entry waits to be written. Returns whether it did.
+    pub fn flush_leader_epochs(&mut self) -> Result<bool, LogError> {
+        if !self.epochs.is_dirty() {
+            return Ok(false);
+        }
+        self.check_online()?;
+        let written = self.epochs.flush_if_dirty().map_err(|e| checkpoint_io(&self.dir, e));
+        self.io(written)?;
+        Ok(true)
     }
 
     /// The largest epoch ≤ `epoch` and its end offset, as OffsetForLeaderEpoch answers.
@@ -427,6 +440,9 @@ impl Log {
                 self.io(assigned.map_err(|e| checkpoint_io(&self.dir, e)))?;
             }
         }
+        // A deferred epoch entry is durable before any record of its epoch is.
+        let epochs_written = self.epochs.flush_if_dirty().map_err(|e| checkpoint_io(&self.dir, e));
+        self.io(epochs_written)?;
         let active = self.segments.values_mut().next_back();
         let result = match active {
             Some(seg) => seg.append(records, headers),

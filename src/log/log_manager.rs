@@ -281,7 +281,22 @@ impl LogManager {
         flushed
     }
 
-    /// Flushes every log, then writes the checkpoints (clean shutdown).
+    /// Writes the leader-epoch checkpoints whose new-leader entry was deferred (see
+    /// [`Log::assign_leader_epoch`]); returns how many. A dir whose write fails goes offline.
+    pub fn flush_leader_epochs(&self) -> usize {
+        let mut written = 0;
+        for (tp, log) in self.all_logs() {
+            match lock(&log).flush_leader_epochs() {
+                Ok(true) => written += 1,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(%tp, error = %e, "leader epoch checkpoint failed"),
+            }
+        }
+        written
+    }
+
+    /// Flushes every log, then writes the checkpoints (clean shutdown). Deferred leader-epoch
+    /// entries are not written: an epoch without records needs none (see `leader_epoch`).
     pub fn flush_all(&self, now_ms: i64) {
         for (tp, log) in self.all_logs() {
             if let Err(e) = lock(&log).flush(now_ms) {
