@@ -610,7 +610,7 @@ impl Controller {
             .collect();
         // Normally new partitions have no state yet; one written by hand (or left by an earlier
         // controller) is taken as it is.
-        let existing = zk_ops::leaderships(&self.zk, &partitions).await?;
+        let existing = zk_ops::existing_leaderships(&self.zk, &partitions).await?;
         let Some(active) = self.active.as_mut() else {
             return Ok(());
         };
@@ -681,17 +681,13 @@ impl Controller {
             return Ok(());
         }
         let (epoch, version) = (ControllerEpoch(active.ctx.epoch), active.epoch_version);
-        for chunk in creates.chunks(500) {
-            zk_ops::create_partition_states(&self.zk, epoch, version, chunk).await?;
-        }
+        zk_ops::create_partition_states(&self.zk, epoch, version, &creates).await?;
         let is_new = !creates.is_empty();
         let mut written = creates;
-        for chunk in updates.chunks(500) {
-            let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk).await?;
-            for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
-                l.zk_version = v;
-                written.push((key, l));
-            }
+        let versions = zk_ops::update_partition_states(&self.zk, epoch, version, &updates).await?;
+        for ((key, mut l), v) in updates.into_iter().zip(versions) {
+            l.zk_version = v;
+            written.push((key, l));
         }
         let Some(active) = self.active.as_mut() else {
             return Ok(());
