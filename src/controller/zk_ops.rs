@@ -244,36 +244,27 @@ pub async fn topic_infos<S: ZkStore + Clone>(
     Ok(out)
 }
 
-/// The state znodes of `partitions`, read concurrently; absent ones are left out.
+/// The state znodes of `partitions`, read in batches (`multiRead`: a few requests for thousands
+/// of partitions, all sent before the first answer is awaited); absent ones are left out.
 pub async fn leaderships<S: ZkStore + Clone>(
     zk: &S,
     partitions: &[(String, i32)],
 ) -> Result<BTreeMap<(String, i32), StoredLeadership>, ControllerZkError> {
-    let mut reads = JoinSet::new();
-    for (t, p) in partitions {
-        let (zk, t, p) = (zk.clone(), t.clone(), *p);
-        reads.spawn(async move {
-            let r = zk.get_data(&paths::partition_state(&t, p)).await;
-            (t, p, r)
-        });
-    }
+    let paths: Vec<String> = partitions.iter().map(|(t, p)| paths::partition_state(t, *p)).collect();
+    let results = zk.get_data_many(&paths).await?;
     let mut out = BTreeMap::new();
-    while let Some(joined) = reads.join_next().await {
-        let Ok((topic, partition, result)) = joined else {
-            continue;
-        };
+    for (((topic, partition), path), result) in partitions.iter().zip(&paths).zip(results) {
         let (data, stat) = match result {
             Ok(r) => r,
             Err(ZkError::NoNode { .. }) => continue,
             Err(e) => return Err(e.into()),
         };
-        let path = paths::partition_state(&topic, partition);
         let s = PartitionState::decode(&data).map_err(|e| ControllerZkError::Malformed {
-            path,
+            path: path.clone(),
             reason: e.to_string(),
         })?;
         out.insert(
-            (topic, partition),
+            (topic.clone(), *partition),
             StoredLeadership {
                 leader: s.leader.0,
                 leader_epoch: s.leader_epoch.0,

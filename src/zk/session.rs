@@ -16,8 +16,12 @@ use tokio::sync::{broadcast, mpsc, watch};
 use zookeeper_client as zkc;
 
 use super::connect::ConnectString;
-use super::store::{CreateMode, Op, OpResult, Stat, WatchEvent, WatchMode, WatchStream, ZkError, ZkStore};
+use super::store::{CreateMode, Op, OpResult, ReadResult, Stat, WatchEvent, WatchMode, WatchStream, ZkError, ZkStore};
 use crate::types::ZkVersion;
+
+/// Reads per `multiRead` request: ~200 KB answers for partition state znodes, well under
+/// ZooKeeper's 1 MB `jute.maxbuffer`.
+const MULTI_READ_BATCH: usize = 1000;
 
 /// Session lifecycle notifications.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -337,6 +341,41 @@ impl ZkStore for ZkSession {
     async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat), ZkError> {
         let (data, stat) = self.client()?.get_data(path).await.map_err(|e| map_err(path, e))?;
         Ok((data, map_stat(&stat)))
+    }
+
+    async fn get_data_many(&self, paths: &[String]) -> Result<Vec<ReadResult>, ZkError> {
+        let client = self.current_client()?;
+        // All batches are sent before the first answer is awaited (the client sends at commit).
+        let mut pending = Vec::new();
+        for batch in paths.chunks(MULTI_READ_BATCH) {
+            let mut reader = client.new_multi_reader();
+            for path in batch {
+                reader.add_get_data(path).map_err(|e| map_err(path, e))?;
+            }
+            self.count_request();
+            pending.push((batch, reader.commit()));
+        }
+        let mut out = Vec::with_capacity(paths.len());
+        for (batch, answer) in pending {
+            let results = answer.await.map_err(|e| map_err("/", e))?;
+            if results.len() != batch.len() {
+                return Err(ZkError::Other {
+                    path: "/".into(),
+                    reason: format!("multiRead answered {} of {} reads", results.len(), batch.len()),
+                });
+            }
+            for (path, result) in batch.iter().zip(results) {
+                out.push(match result {
+                    zkc::MultiReadResult::Data { data, stat } => Ok((data, map_stat(&stat))),
+                    zkc::MultiReadResult::Error { err } => Err(map_err(path, err)),
+                    other => Err(ZkError::Other {
+                        path: path.clone(),
+                        reason: format!("unexpected multiRead result {other:?}"),
+                    }),
+                });
+            }
+        }
+        Ok(out)
     }
 
     async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkError> {
