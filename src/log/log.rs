@@ -97,8 +97,8 @@ pub struct Log {
     epochs: LeaderEpochFileCache,
     unflushed_messages: i64,
     last_flush_ms: i64,
-    /// Data was cut (truncation, recovery) since the last flush: the next flush must sync even
-    /// though no message is unflushed.
+    /// Data was cut (truncation, recovery) since the last flush: the next flush must sync the
+    /// last segment even though no message is unflushed (its shorter length is not durable yet).
     unflushed_truncation: bool,
 }
 
@@ -222,7 +222,7 @@ impl Log {
             epochs,
             unflushed_messages: 0,
             last_flush_ms: now_ms,
-            unflushed_truncation: !clean_shutdown,
+            unflushed_truncation: report.truncated_bytes > 0 || report.dropped_segments > 0,
         };
         if log.segments.is_empty() {
             let start = log_start_offset.unwrap_or(0).max(0);
@@ -712,9 +712,12 @@ impl Log {
             return Ok(());
         }
         let recovery_point = self.recovery_point;
+        let last = self.segments.keys().next_back().copied();
+        let cut = self.unflushed_truncation;
         let mut flushed = Ok(());
         for seg in self.segments.values_mut() {
-            if seg.next_offset() > recovery_point || seg.base_offset() >= recovery_point {
+            let cut_here = cut && Some(seg.base_offset()) == last;
+            if seg.next_offset() > recovery_point || seg.base_offset() >= recovery_point || cut_here {
                 flushed = seg.flush();
                 if flushed.is_err() {
                     break;
