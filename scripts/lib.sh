@@ -1,4 +1,4 @@
-# Shared helpers for scripts/quickstart and scripts/test (sourced, not run).
+# Shared helpers for scripts/quickstart, scripts/test and the benchmarks (sourced, not run).
 
 # Runs a command as root: directly when we are root, else through sudo.
 as_root() {
@@ -19,6 +19,18 @@ ensure_packages() {
     echo "installing: ${missing[*]}" >&2
     as_root apt-get update -qq
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Python clients (kafka-python, confluent-kafka) in a project-local .venv, created if missing.
+ensure_python_clients() {
+    if ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+        ensure_packages python3-venv
+    fi
+    if ! .venv/bin/python -c 'import kafka, confluent_kafka' >/dev/null 2>&1; then
+        rm -rf .venv
+        python3 -m venv .venv
+        .venv/bin/pip install --quiet --disable-pip-version-check kafka-python==3.0.12 confluent-kafka==2.16.1
+    fi
 }
 
 # Answers 0 when a ZooKeeper serves on 127.0.0.1:$1 (the 'srvr' four-letter word).

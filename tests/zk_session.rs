@@ -105,3 +105,43 @@ async fn an_in_process_broker_re_registers_after_its_session_expires() {
     broker.shutdown().await.expect("shutdown");
     observer.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_reads_answer_in_order_with_missing_znodes_reported_one_by_one_and_are_counted() {
+    use kastle::zk::store::{Op, ZkError};
+    let zk = zookeeper();
+    let session = zk.session(&unique_chroot("multiread")).await;
+    // More znodes than one multiRead carries, written in a few multis.
+    let paths: Vec<String> = (0..2_500).map(|i| format!("/n{i}")).collect();
+    for chunk in paths.chunks(500) {
+        let ops = chunk
+            .iter()
+            .map(|p| Op::Create {
+                path: p.clone(),
+                data: p.as_bytes().to_vec(),
+                mode: CreateMode::Persistent,
+            })
+            .collect();
+        session.multi(ops).await.expect("create");
+    }
+    let mut asked = paths.clone();
+    asked.insert(1_234, "/missing".into());
+    let before = session.requests();
+    let results = session.get_data_many(&asked).await.expect("read");
+    assert_eq!(session.requests() - before, 3, "2,501 reads in three requests");
+    assert_eq!(results.len(), asked.len());
+    for (path, result) in asked.iter().zip(&results) {
+        match result {
+            Ok((data, _)) => assert_eq!(data, path.as_bytes()),
+            Err(e) => assert_eq!(
+                (path.as_str(), e),
+                (
+                    "/missing",
+                    &ZkError::NoNode {
+                        path: "/missing".into()
+                    }
+                )
+            ),
+        }
+    }
+}

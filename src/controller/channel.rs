@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::{LeaderAndIsrRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::client::{BrokerConnection, ClientError};
 use crate::types::BrokerId;
@@ -36,12 +36,19 @@ pub enum Answer {
     },
 }
 
+/// What a broker's queue carries: requests, and barriers that fire once every request queued
+/// before them has been answered (for timing, e.g. a failover's LeaderAndIsr).
+enum Queued {
+    Request(ControlRequest),
+    Barrier(oneshot::Sender<()>),
+}
+
 /// Called with each [`Answer`] and the broker that gave it.
 pub type AnswerCallback = Arc<dyn Fn(BrokerId, Answer) + Send + Sync>;
 
 #[derive(Default)]
 pub struct ControllerChannel {
-    senders: HashMap<BrokerId, mpsc::UnboundedSender<ControlRequest>>,
+    senders: HashMap<BrokerId, mpsc::UnboundedSender<Queued>>,
     on_answer: Option<AnswerCallback>,
 }
 
@@ -81,10 +88,20 @@ impl ControllerChannel {
     pub fn send(&self, broker: BrokerId, request: ControlRequest) {
         match self.senders.get(&broker) {
             Some(tx) => {
-                let _ = tx.send(request);
+                let _ = tx.send(Queued::Request(request));
             }
             None => tracing::debug!(%broker, "not sending to a broker the controller does not consider live"),
         }
+    }
+
+    /// Resolves (`Ok`) once `broker` has answered every request queued to it so far; `Err` if
+    /// the broker is removed (or the controller resigns) first.
+    pub fn barrier(&self, broker: BrokerId) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        if let Some(queue) = self.senders.get(&broker) {
+            let _ = queue.send(Queued::Barrier(tx));
+        }
+        rx
     }
 
     /// Stops every sender (resignation).
@@ -97,12 +114,20 @@ async fn send_loop(
     broker: BrokerId,
     addr: String,
     controller: BrokerId,
-    mut rx: mpsc::UnboundedReceiver<ControlRequest>,
+    mut rx: mpsc::UnboundedReceiver<Queued>,
     on_answer: Option<AnswerCallback>,
 ) {
     let client_id = format!("controller-{controller}-to-broker-{broker}");
     let mut connection: Option<Arc<BrokerConnection>> = None;
-    while let Some(request) = rx.recv().await {
+    while let Some(queued) = rx.recv().await {
+        let request = match queued {
+            Queued::Request(r) => r,
+            Queued::Barrier(done) => {
+                let _ = done.send(());
+                continue;
+            }
+        };
+        let started = std::time::Instant::now();
         let mut backoff = Duration::from_millis(50);
         loop {
             if connection.as_ref().is_none_or(|c| c.is_closed()) {
@@ -121,6 +146,14 @@ async fn send_loop(
             let Some(conn) = connection.clone() else { continue };
             match send_one(&conn, &request).await {
                 Ok(answer) => {
+                    if let ControlRequest::LeaderAndIsr(r) = &request {
+                        tracing::debug!(
+                            %broker,
+                            partitions = r.topic_states.iter().map(|t| t.partition_states.len()).sum::<usize>(),
+                            elapsed_ms = started.elapsed().as_millis() as u64,
+                            "LeaderAndIsr answered"
+                        );
+                    }
                     if let (Some(answer), Some(callback)) = (answer, &on_answer) {
                         callback(broker, answer);
                     }
@@ -140,7 +173,7 @@ async fn send_loop(
 }
 
 /// Sleeps `d` unless the channel closed meanwhile (then `false`).
-async fn wait_or_closed(rx: &mut mpsc::UnboundedReceiver<ControlRequest>, d: Duration) -> bool {
+async fn wait_or_closed(rx: &mut mpsc::UnboundedReceiver<Queued>, d: Duration) -> bool {
     tokio::time::sleep(d).await;
     !rx.is_closed()
 }

@@ -394,7 +394,7 @@ impl Controller {
     /// Loads the cluster from ZooKeeper, tells every broker, and elects what needs a leader
     /// (Kafka's onControllerFailover).
     async fn on_failover(&mut self) -> Result<(), ControllerZkError> {
-        let started = Instant::now();
+        let (started, zk_before) = (Instant::now(), self.zk.requests());
         // The full read below covers whatever they announced, and every replica gets
         // LeaderAndIsr (a replica in a failed log dir answers KAFKA_STORAGE_ERROR to it).
         self.delete_stale_notifications().await?;
@@ -448,11 +448,11 @@ impl Controller {
         self.elect_partitions(&all).await?;
         // Resume deletions queued before this controller took over.
         self.on_topic_deletion(true).await?;
-        tracing::info!(
-            partitions = all.len(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "controller failover done"
-        );
+        if let Some(active) = self.active.as_ref() {
+            let brokers = active.ctx.live_brokers.keys().copied();
+            let round_trips = self.zk.requests() - zk_before;
+            super::timing::report_failover(&active.channel, brokers, started, all.len(), round_trips);
+        }
         Ok(())
     }
 
@@ -559,7 +559,8 @@ impl Controller {
         // A partition that already exists is refused here, so it is not created twice.
         let partitions = active.ctx.change_states(partitions, PartitionState::New);
         active.ctx.create_replicas(&partitions);
-        let existing = zk_ops::leaderships(&self.zk, &partitions).await?;
+        // One listing per topic, then reads only where a partition znode exists.
+        let existing = zk_ops::existing_leaderships(&self.zk, &partitions).await?;
         let Some(active) = self.active.as_mut() else {
             return Ok(());
         };
@@ -660,17 +661,13 @@ impl Controller {
             return Ok(());
         }
         let (epoch, version) = (ControllerEpoch(active.ctx.epoch), active.epoch_version);
-        for chunk in creates.chunks(500) {
-            zk_ops::create_partition_states(&self.zk, epoch, version, chunk).await?;
-        }
+        zk_ops::create_partition_states(&self.zk, epoch, version, &creates).await?;
         let is_new = !creates.is_empty();
         let mut written = creates;
-        for chunk in updates.chunks(500) {
-            let versions = zk_ops::update_partition_states(&self.zk, epoch, version, chunk).await?;
-            for ((key, mut l), v) in chunk.iter().cloned().zip(versions) {
-                l.zk_version = v;
-                written.push((key, l));
-            }
+        let versions = zk_ops::update_partition_states(&self.zk, epoch, version, &updates).await?;
+        for ((key, mut l), v) in updates.into_iter().zip(versions) {
+            l.zk_version = v;
+            written.push((key, l));
         }
         let Some(active) = self.active.as_mut() else {
             return Ok(());

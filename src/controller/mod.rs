@@ -30,6 +30,7 @@ pub mod replica_state;
 pub mod requests;
 pub mod state_changes;
 pub mod stats;
+mod timing;
 mod topic_deletion;
 pub mod zk_ops;
 

@@ -1,9 +1,9 @@
 //! The controller's ZooKeeper I/O: the election multi, epoch-fenced writes (every state change
 //! is a multi whose first op checks `/controller_epoch` at the version this controller set, so a
-//! zombie's writes fail atomically, KAFKA-6082), and concurrent reads for failover (issued
-//! together over one session, not one round trip per znode).
+//! zombie's writes fail atomically, KAFKA-6082), and batched or concurrent reads for failover
+//! (issued together over one session, not one round trip per znode).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tokio::task::JoinSet;
 
@@ -263,36 +263,27 @@ pub async fn topic_infos<S: ZkStore + Clone>(
     Ok(out)
 }
 
-/// The state znodes of `partitions`, read concurrently; absent ones are left out.
+/// The state znodes of `partitions`, read in batches (`multiRead`: a few requests for thousands
+/// of partitions, all sent before the first answer is awaited); absent ones are left out.
 pub async fn leaderships<S: ZkStore + Clone>(
     zk: &S,
     partitions: &[(String, i32)],
 ) -> Result<BTreeMap<(String, i32), StoredLeadership>, ControllerZkError> {
-    let mut reads = JoinSet::new();
-    for (t, p) in partitions {
-        let (zk, t, p) = (zk.clone(), t.clone(), *p);
-        reads.spawn(async move {
-            let r = zk.get_data(&paths::partition_state(&t, p)).await;
-            (t, p, r)
-        });
-    }
+    let paths: Vec<String> = partitions.iter().map(|(t, p)| paths::partition_state(t, *p)).collect();
+    let results = zk.get_data_many(&paths).await?;
     let mut out = BTreeMap::new();
-    while let Some(joined) = reads.join_next().await {
-        let Ok((topic, partition, result)) = joined else {
-            continue;
-        };
+    for (((topic, partition), path), result) in partitions.iter().zip(&paths).zip(results) {
         let (data, stat) = match result {
             Ok(r) => r,
             Err(ZkError::NoNode { .. }) => continue,
             Err(e) => return Err(e.into()),
         };
-        let path = paths::partition_state(&topic, partition);
         let s = PartitionState::decode(&data).map_err(|e| ControllerZkError::Malformed {
-            path,
+            path: path.clone(),
             reason: e.to_string(),
         })?;
         out.insert(
-            (topic, partition),
+            (topic.clone(), *partition),
             StoredLeadership {
                 leader: s.leader.0,
                 leader_epoch: s.leader_epoch.0,
@@ -304,6 +295,55 @@ pub async fn leaderships<S: ZkStore + Clone>(
         );
     }
     Ok(out)
+}
+
+/// The partition znodes under `/brokers/topics/<t>/partitions` of each of `topics`, listed
+/// concurrently (one request per topic); a topic without that znode is left out.
+pub async fn partition_znodes<S: ZkStore + Clone>(
+    zk: &S,
+    topics: &[String],
+) -> Result<BTreeMap<String, BTreeSet<i32>>, ControllerZkError> {
+    let mut reads = JoinSet::new();
+    for t in topics {
+        let (zk, t) = (zk.clone(), t.clone());
+        reads.spawn(async move {
+            let r = zk.children(&paths::topic_partitions(&t)).await;
+            (t, r)
+        });
+    }
+    let mut out = BTreeMap::new();
+    while let Some(joined) = reads.join_next().await {
+        let Ok((topic, result)) = joined else { continue };
+        match result {
+            Ok(children) => {
+                out.insert(topic, children.iter().filter_map(|c| c.parse().ok()).collect());
+            }
+            Err(ZkError::NoNode { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(out)
+}
+
+/// The state znodes of `partitions` that have one, reading only partitions whose partition
+/// znode exists (new topics normally have none: one request per topic, not per partition).
+pub async fn existing_leaderships<S: ZkStore + Clone>(
+    zk: &S,
+    partitions: &[(String, i32)],
+) -> Result<BTreeMap<(String, i32), StoredLeadership>, ControllerZkError> {
+    let topics: Vec<String> = partitions
+        .iter()
+        .map(|(t, _)| t.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let existing = partition_znodes(zk, &topics).await?;
+    let present: Vec<(String, i32)> = partitions
+        .iter()
+        .filter(|(t, p)| existing.get(t).is_some_and(|ps| ps.contains(p)))
+        .cloned()
+        .collect();
+    leaderships(zk, &present).await
 }
 
 /// The state znode payload for a leadership decided in `controller_epoch`.
@@ -319,67 +359,112 @@ pub fn state_payload(l: &StoredLeadership, controller_epoch: i32) -> Vec<u8> {
     .encode()
 }
 
-/// Creates the state znodes of new partitions (with their parents), fenced; returns each
-/// partition's state version (0).
-pub async fn create_partition_states<S: ZkStore>(
+/// Partitions per multi: ~500 × 3 small ops stay well under ZooKeeper's 1 MB request limit.
+const WRITE_BATCH: usize = 500;
+
+/// Creates the state znodes of new partitions (with their parents), fenced. Which parents exist
+/// is learnt with one listing per topic (concurrent), missing `partitions` znodes are created in
+/// one multi, then the partitions in multis of [`WRITE_BATCH`], all in flight together so that
+/// ZooKeeper commits them in one or a few log syncs.
+pub async fn create_partition_states<S: ZkStore + Clone>(
     zk: &S,
     epoch: ControllerEpoch,
     epoch_version: ZkVersion,
     states: &[((String, i32), StoredLeadership)],
 ) -> Result<(), ControllerZkError> {
-    let mut ops = Vec::new();
-    let mut parents = std::collections::BTreeSet::new();
-    for ((topic, partition), l) in states {
-        if parents.insert(topic.clone()) && zk.exists(&paths::topic_partitions(topic)).await?.is_none() {
-            ops.push(Op::Create {
-                path: paths::topic_partitions(topic),
-                data: Vec::new(),
-                mode: CreateMode::Persistent,
-            });
-        }
-        if zk.exists(&paths::topic_partition(topic, *partition)).await?.is_none() {
-            ops.push(Op::Create {
-                path: paths::topic_partition(topic, *partition),
-                data: Vec::new(),
-                mode: CreateMode::Persistent,
-            });
-        }
-        ops.push(Op::Create {
-            path: paths::partition_state(topic, *partition),
-            data: state_payload(l, epoch.0),
+    let topics: Vec<String> = states
+        .iter()
+        .map(|((t, _), _)| t.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let existing = partition_znodes(zk, &topics).await?;
+    let parents: Vec<Op> = topics
+        .iter()
+        .filter(|t| !existing.contains_key(*t))
+        .map(|t| Op::Create {
+            path: paths::topic_partitions(t),
+            data: Vec::new(),
             mode: CreateMode::Persistent,
-        });
+        })
+        .collect();
+    for batch in parents.chunks(WRITE_BATCH * 2) {
+        fenced(zk, epoch_version, batch.to_vec()).await?;
     }
-    if ops.is_empty() {
-        return Ok(());
-    }
-    fenced(zk, epoch_version, ops).await.map(|_| ())
+    let batches = states.chunks(WRITE_BATCH).map(|chunk| {
+        let mut ops = Vec::with_capacity(chunk.len() * 2);
+        for ((topic, partition), l) in chunk {
+            if !existing.get(topic).is_some_and(|ps| ps.contains(partition)) {
+                ops.push(Op::Create {
+                    path: paths::topic_partition(topic, *partition),
+                    data: Vec::new(),
+                    mode: CreateMode::Persistent,
+                });
+            }
+            ops.push(Op::Create {
+                path: paths::partition_state(topic, *partition),
+                data: state_payload(l, epoch.0),
+                mode: CreateMode::Persistent,
+            });
+        }
+        ops
+    });
+    fenced_pipelined(zk, epoch_version, batches.collect()).await.map(|_| ())
 }
 
-/// Writes new leaderships over existing state znodes (conditional on each zkVersion), fenced.
-/// Returns the new zkVersions.
-pub async fn update_partition_states<S: ZkStore>(
+/// Writes new leaderships over existing state znodes (conditional on each zkVersion), fenced, in
+/// multis of [`WRITE_BATCH`] all in flight together. Returns the new zkVersions, in order.
+pub async fn update_partition_states<S: ZkStore + Clone>(
     zk: &S,
     epoch: ControllerEpoch,
     epoch_version: ZkVersion,
     states: &[((String, i32), StoredLeadership)],
 ) -> Result<Vec<i32>, ControllerZkError> {
-    let ops = states
-        .iter()
-        .map(|((t, p), l)| Op::SetData {
-            path: paths::partition_state(t, *p),
-            data: state_payload(l, epoch.0),
-            version: Some(ZkVersion(l.zk_version)),
+    let batches = states
+        .chunks(WRITE_BATCH)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .map(|((t, p), l)| Op::SetData {
+                    path: paths::partition_state(t, *p),
+                    data: state_payload(l, epoch.0),
+                    version: Some(ZkVersion(l.zk_version)),
+                })
+                .collect()
         })
         .collect();
-    let results = fenced(zk, epoch_version, ops).await?;
+    let results = fenced_pipelined(zk, epoch_version, batches).await?;
     Ok(results
         .into_iter()
+        .flatten()
         .map(|r| match r {
             crate::zk::store::OpResult::SetData { stat } => stat.version.0,
             _ => -1,
         })
         .collect())
+}
+
+/// Runs each batch as its own fenced multi, all concurrently; the results in batch order, or the
+/// first batch's error (others may have been applied: each batch is atomic, not the whole).
+async fn fenced_pipelined<S: ZkStore + Clone>(
+    zk: &S,
+    epoch_version: ZkVersion,
+    batches: Vec<Vec<Op>>,
+) -> Result<Vec<Vec<crate::zk::store::OpResult>>, ControllerZkError> {
+    let mut writes = JoinSet::new();
+    for (i, ops) in batches.into_iter().enumerate().filter(|(_, ops)| !ops.is_empty()) {
+        let zk = zk.clone();
+        writes.spawn(async move { (i, fenced(&zk, epoch_version, ops).await) });
+    }
+    let mut done = BTreeMap::new();
+    while let Some(joined) = writes.join_next().await {
+        let (i, result) = joined.map_err(|e| ZkError::Other {
+            path: "/".into(),
+            reason: format!("a ZooKeeper write task failed: {e}"),
+        })?;
+        done.insert(i, result);
+    }
+    done.into_values().collect()
 }
 
 /// Topics queued for deletion under `/admin/delete_topics`.

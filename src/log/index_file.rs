@@ -8,6 +8,11 @@
 //! valid index for Kafka's tools (`kafka-dump-log.sh`, a broker reading our log dir). A file
 //! that Kafka preallocated ends in all-zero slots. When such a file is opened, the zero tail
 //! after the first entry is trimmed off, so later appends land right after the real entries.
+//!
+//! No file handle stays open between operations: entries live in memory (in the two index
+//! types), so the file is only opened to append a batch of entries, cut it back, or sync it.
+//! Kafka's mmapped indexes hold no descriptor either; keeping two per segment open would put a
+//! broker with 10,000 partitions at 30,000 descriptors, over common `nofile` limits.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, Read, Write};
@@ -87,12 +92,10 @@ pub(super) fn absolute_offset(base_offset: i64, relative: u32) -> i64 {
     base_offset.saturating_add(i64::from(relative))
 }
 
-/// An index file opened for appending. It holds exactly `len` bytes of whole entries.
+/// An index file appended to. It holds exactly `len` bytes of whole entries.
 #[derive(Debug)]
 pub(super) struct IndexFile {
     path: PathBuf,
-    /// Opened with `O_APPEND`, so each write lands at the end, including after a truncation.
-    file: File,
     /// Bytes of valid entries on disk. We keep it so a failed write can be cut back.
     len: u64,
     /// Entries appended but not yet written: batching them saves one write syscall per
@@ -165,10 +168,14 @@ impl IndexFile {
         }
         Ok(IndexFile {
             path: path.to_path_buf(),
-            file,
             len,
             pending: Vec::new(),
         })
+    }
+
+    /// The file opened with `O_APPEND`, so each write lands at the end, also after a truncation.
+    fn reopen(&self) -> io::Result<File> {
+        OpenOptions::new().append(true).open(&self.path)
     }
 
     pub(super) fn path(&self) -> &Path {
@@ -191,8 +198,24 @@ impl IndexFile {
         if self.pending.is_empty() {
             return Ok(());
         }
-        if let Err(source) = self.file.write_all(&self.pending) {
-            if let Err(cut) = self.file.set_len(self.len) {
+        match self.reopen() {
+            Ok(mut file) => self.write_pending_to(&mut file),
+            Err(source) => {
+                self.pending.clear();
+                Err(IndexError::Io {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
+        }
+    }
+
+    fn write_pending_to(&mut self, file: &mut File) -> Result<(), IndexError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        if let Err(source) = file.write_all(&self.pending) {
+            if let Err(cut) = file.set_len(self.len) {
                 tracing::warn!(path = %self.path.display(), error = %cut, "could not cut back a failed index append");
             }
             self.pending.clear();
@@ -217,24 +240,27 @@ impl IndexFile {
             return Ok(());
         }
         self.pending.clear();
-        self.file.set_len(len).map_err(|source| IndexError::Io {
-            path: self.path.clone(),
-            source,
-        })?;
+        self.reopen()
+            .and_then(|file| file.set_len(len))
+            .map_err(|source| IndexError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
         self.len = len;
         Ok(())
     }
 
     /// Writes the buffered entries, then flushes them and the file length to disk.
     pub(super) fn sync(&mut self) -> io::Result<()> {
-        self.write_pending().map_err(|e| match e {
+        let mut file = self.reopen()?;
+        self.write_pending_to(&mut file).map_err(|e| match e {
             IndexError::Io { source, .. } => source,
             other => io::Error::other(other.to_string()),
         })?;
-        self.file.sync_data()
+        file.sync_data()
     }
 
-    /// Renames the file (same filesystem, atomic). The open handle stays valid. The stored
+    /// Renames the file (same filesystem, atomic), buffered entries written first. The stored
     /// path changes only if the rename succeeds.
     pub(super) fn rename_to(&mut self, new_path: &Path) -> Result<(), IndexError> {
         self.write_pending()?;
@@ -261,7 +287,11 @@ impl IndexFile {
 
 impl Drop for IndexFile {
     /// Closing writes what is buffered (without fsync), so a cleanly closed index is complete.
+    /// A file that is gone (its partition was deleted) needs nothing.
     fn drop(&mut self) {
+        if self.pending.is_empty() || !self.path.exists() {
+            return;
+        }
         if let Err(e) = self.write_pending() {
             tracing::warn!(error = %e, "could not write buffered index entries on close");
         }

@@ -7,7 +7,15 @@
 //! ascending by epoch *and* by start offset; `assign` restores it by dropping conflicting entries.
 //! Every change is written and fsynced before the call returns, as Kafka 3.0–3.6 do (3.7 skips
 //! the fsync on truncation and 3.8+ flushes truncations asynchronously, relying on log loading
-//! to truncate again after a crash).
+//! to truncate again after a crash) — with one exception: the entry a new leader records at its
+//! log end ([`LeaderEpochFileCache::assign_deferred`]) stays in memory until the first record of
+//! that epoch is appended (the log calls [`LeaderEpochFileCache::flush_if_dirty`] first) or a
+//! background flush writes it. A crash can only lose such an entry while its epoch has no
+//! records, and an epoch without records marks no divergence point: followers truncate by the
+//! epochs of records, and a restarted broker gets its epoch again with the next LeaderAndIsr.
+//! This keeps a LeaderAndIsr that makes a broker lead thousands of partitions from paying two
+//! fsyncs per partition (Kafka pays them; on a disk where an fsync takes milliseconds that is
+//! seconds of LeaderAndIsr).
 //!
 //! If a flush fails the in-memory state has already changed and is ahead of the file: the caller
 //! must treat the error as a failure of the log dir, as Kafka does (`LogDirFailureChannel`).
@@ -37,6 +45,8 @@ pub struct LeaderEpochFileCache {
     checkpoint: LeaderEpochCheckpointFile,
     /// Strictly ascending by epoch and by start offset.
     epochs: Vec<EpochEntry>,
+    /// Entries changed in memory but not yet written (only through `assign_deferred`).
+    dirty: bool,
 }
 
 impl LeaderEpochFileCache {
@@ -49,6 +59,7 @@ impl LeaderEpochFileCache {
         let mut cache = Self {
             epochs: Vec::new(),
             checkpoint,
+            dirty: false,
         };
         for entry in cache.checkpoint.read()? {
             // read() has already rejected negative values, so this cannot refuse an entry.
@@ -78,6 +89,36 @@ impl LeaderEpochFileCache {
         tracing::debug!(path = %self.path().display(), %entry, entries = self.epochs.len(), "appended new epoch entry");
         self.flush()?;
         Ok(true)
+    }
+
+    /// Like [`Self::assign`], but leaves writing the file to [`Self::flush_if_dirty`]: for the entry
+    /// a new leader records at its log end, before any record of the epoch exists (see the
+    /// module docs for why a crash cannot make that unsafe).
+    pub fn assign_deferred(&mut self, epoch: i32, start_offset: i64) -> Result<bool, LeaderEpochCacheError> {
+        if epoch < 0 || start_offset < 0 {
+            return Err(LeaderEpochCacheError::InvalidEntry { epoch, start_offset });
+        }
+        let entry = EpochEntry { epoch, start_offset };
+        if !self.assign_in_memory(entry) {
+            return Ok(false);
+        }
+        tracing::debug!(path = %self.path().display(), %entry, entries = self.epochs.len(), "appended new epoch entry (write deferred)");
+        self.dirty = true;
+        Ok(true)
+    }
+
+    /// Whether entries wait to be written.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Writes (and fsyncs) the file if an entry was assigned with `assign_deferred` since the
+    /// last write. Must run before a record of a deferred epoch is appended.
+    pub fn flush_if_dirty(&mut self) -> Result<(), CheckpointError> {
+        if self.dirty {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     /// Kafka's private `assign(EpochEntry)` + `maybeTruncateNonMonotonicEntries`.
@@ -227,8 +268,10 @@ impl LeaderEpochFileCache {
         self.flush()
     }
 
-    fn flush(&self) -> Result<(), CheckpointError> {
-        self.checkpoint.write(&self.epochs)
+    fn flush(&mut self) -> Result<(), CheckpointError> {
+        self.checkpoint.write(&self.epochs)?;
+        self.dirty = false;
+        Ok(())
     }
 }
 
@@ -501,5 +544,31 @@ mod tests {
             "{err}"
         );
         assert_eq!(cache.latest_epoch(), Some(1));
+    }
+
+    #[test]
+    fn a_deferred_entry_is_written_by_the_next_flush_or_any_other_change() {
+        let (_dir, mut cache) = cache_with(&[(0, 0)]);
+        assert!(cache.assign_deferred(1, 5).expect("assign"));
+        assert_eq!(cache.latest_epoch(), Some(1), "answers use it at once");
+        assert_eq!(on_disk(&cache), entries(&[(0, 0)]), "not written yet");
+        assert!(cache.is_dirty());
+        cache.flush_if_dirty().expect("flush");
+        assert_eq!(on_disk(&cache), entries(&[(0, 0), (1, 5)]));
+        assert!(!cache.is_dirty());
+
+        assert!(cache.assign_deferred(2, 7).expect("assign"));
+        cache.assign(3, 9).expect("a synchronous assign writes everything");
+        assert_eq!(on_disk(&cache), entries(&[(0, 0), (1, 5), (2, 7), (3, 9)]));
+        assert!(!cache.is_dirty());
+        assert!(
+            !cache.assign_deferred(3, 9).expect("repeat"),
+            "nothing new, nothing to write"
+        );
+        assert!(!cache.is_dirty());
+        assert!(matches!(
+            cache.assign_deferred(-1, 0),
+            Err(LeaderEpochCacheError::InvalidEntry { .. })
+        ));
     }
 }

@@ -68,6 +68,8 @@ pub struct LogManager {
     config: LogConfig,
     ctx: LogContext,
     logs: RwLock<BTreeMap<TopicPartition, SharedLog>>,
+    /// Logs per dir, for placing new partitions without visiting every log (taken after `logs`).
+    per_dir: Mutex<HashMap<PathBuf, usize>>,
 }
 
 impl LogManager {
@@ -76,9 +78,13 @@ impl LogManager {
     pub fn startup(cfg: &LogManagerConfig, failures: LogDirFailureChannel, faults: Faults, now_ms: i64) -> LogManager {
         let ctx = LogContext { faults, failures };
         let mut logs = BTreeMap::new();
+        let mut per_dir = HashMap::new();
         for dir in &cfg.dirs {
             match load_dir(dir, cfg, &ctx, now_ms) {
-                Ok(loaded) => logs.extend(loaded),
+                Ok(loaded) => {
+                    per_dir.insert(dir.clone(), loaded.len());
+                    logs.extend(loaded);
+                }
                 Err(e) => ctx.failures.report(dir, &e.to_string()),
             }
         }
@@ -87,6 +93,7 @@ impl LogManager {
             config: cfg.log.clone(),
             ctx,
             logs: RwLock::new(logs),
+            per_dir: Mutex::new(per_dir),
         }
     }
 
@@ -133,16 +140,13 @@ impl LogManager {
         if let Some(log) = logs.get(tp) {
             return Ok(log.clone());
         }
-        let mut counts: HashMap<PathBuf, usize> = self.live_dirs().into_iter().map(|d| (d, 0)).collect();
-        for log in logs.values() {
-            if let Some(n) = counts.get_mut(lock(log).root()) {
-                *n += 1;
-            }
-        }
-        let dir = counts
+        let mut per_dir = self.per_dir.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = self
+            .live_dirs()
             .into_iter()
-            .min_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)))
-            .map(|(d, _)| d)
+            .map(|d| (per_dir.get(&d).copied().unwrap_or(0), d))
+            .min()
+            .map(|(_, d)| d)
             .ok_or_else(|| LogError::Offline {
                 dir: self.dirs.first().cloned().unwrap_or_default(),
             })?;
@@ -158,6 +162,7 @@ impl LogManager {
         )?;
         let shared = Arc::new(Mutex::new(log));
         logs.insert(tp.clone(), shared.clone());
+        *per_dir.entry(dir).or_insert(0) += 1;
         Ok(shared)
     }
 
@@ -171,6 +176,9 @@ impl LogManager {
         let from = guard.dir().to_path_buf();
         let root = guard.root().to_path_buf();
         drop(guard);
+        if let Some(n) = self.per_dir.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&root) {
+            *n = n.saturating_sub(1);
+        }
         let to = root.join(format!(
             "{}.{}{DELETE_SUFFIX}",
             partition_dir_name(tp),
@@ -202,6 +210,7 @@ impl LogManager {
         for tp in &gone {
             logs.remove(tp);
         }
+        self.per_dir.lock().unwrap_or_else(|p| p.into_inner()).remove(dir);
         gone
     }
 
@@ -287,7 +296,22 @@ impl LogManager {
         flushed
     }
 
-    /// Flushes every log, then writes the checkpoints (clean shutdown).
+    /// Writes the leader-epoch checkpoints whose new-leader entry was deferred (see
+    /// [`Log::assign_leader_epoch`]); returns how many. A dir whose write fails goes offline.
+    pub fn flush_leader_epochs(&self) -> usize {
+        let mut written = 0;
+        for (tp, log) in self.all_logs() {
+            match lock(&log).flush_leader_epochs() {
+                Ok(true) => written += 1,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(%tp, error = %e, "leader epoch checkpoint failed"),
+            }
+        }
+        written
+    }
+
+    /// Flushes every log, then writes the checkpoints (clean shutdown). Deferred leader-epoch
+    /// entries are not written: an epoch without records needs none (see `leader_epoch`).
     pub fn flush_all(&self, now_ms: i64) {
         for (tp, log) in self.all_logs() {
             if let Err(e) = lock(&log).flush(now_ms) {

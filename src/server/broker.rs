@@ -215,6 +215,11 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
         m.checkpoint_logs()
     })));
+    // New leaders' epoch entries, deferred off the LeaderAndIsr path, on the same interval.
+    let m = log_manager.clone();
+    tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
+        m.flush_leader_epochs();
+    })));
     if let Some(every) = flush_scheduler_interval(config) {
         let m = log_manager.clone();
         tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
@@ -559,8 +564,9 @@ impl BrokerHandle {
             }
         }
         self.watch_session.close().await;
+        let zk_requests = self.zk.store().requests();
         self.zk.store().close().await;
-        tracing::info!("[KafkaServer id={}] shut down completed", self.id);
+        tracing::info!(zk_requests, "[KafkaServer id={}] shut down completed", self.id);
         Ok(())
     }
 }

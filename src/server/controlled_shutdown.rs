@@ -86,6 +86,7 @@ pub async fn run(
         let request = ControlledShutdownRequest::default()
             .with_broker_id(KpBrokerId(me.0))
             .with_broker_epoch(broker_epoch);
+        tracing::info!(attempt, controller = %addr, "controlled shutdown request sent");
         match conn.send(request, version).await {
             Ok(r) if r.error_code == 0 && r.remaining_partitions.is_empty() => {
                 tracing::info!(

@@ -7,7 +7,7 @@ use super::models::{
     ZNodePayload,
 };
 use super::paths;
-use super::store::{create_recursive, CreateMode, Stat, ZkError, ZkStore};
+use super::store::{create_recursive, CreateMode, Op, Stat, ZkError, ZkStore};
 use crate::types::{BrokerEpoch, BrokerId};
 
 /// Failures of the typed operations.
@@ -191,18 +191,6 @@ impl<S: ZkStore> KafkaZkClient<S> {
             version: 1,
             config: configs.clone(),
         };
-        match self
-            .store
-            .create(
-                &paths::config_entity("topics", name),
-                &config.encode(),
-                CreateMode::Persistent,
-            )
-            .await
-        {
-            Ok(_) | Err(ZkError::NodeExists { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
         let topic = TopicAssignment {
             version: 3,
             partitions: assignment.iter().map(|(p, r)| (p.to_string(), r.clone())).collect(),
@@ -210,10 +198,28 @@ impl<S: ZkStore> KafkaZkClient<S> {
             removing_replicas: Some(Default::default()),
             topic_id: Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(topic_id.as_bytes())),
         };
-        self.store
-            .create(&paths::topic(name), &topic.encode(), CreateMode::Persistent)
-            .await?;
-        Ok(())
+        let create = |path: String, data: Vec<u8>| Op::Create {
+            path,
+            data,
+            mode: CreateMode::Persistent,
+        };
+        // Config first, then the topic (what the controller watches), in one round trip.
+        let both = vec![
+            create(paths::config_entity("topics", name), config.encode()),
+            create(paths::topic(name), topic.encode()),
+        ];
+        match self.store.multi(both).await {
+            Ok(_) => Ok(()),
+            // A config left from earlier stays, as it did when the two were written one by one.
+            Err(ZkError::MultiFailed { index: 0, source, .. }) if matches!(*source, ZkError::NodeExists { .. }) => {
+                self.store
+                    .create(&paths::topic(name), &topic.encode(), CreateMode::Persistent)
+                    .await?;
+                Ok(())
+            }
+            Err(ZkError::MultiFailed { source, .. }) => Err((*source).into()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Ids of the registered (live) brokers, ascending.

@@ -8,6 +8,7 @@
 //! `RegisterBrokerAndReelect` does; persistent watches made through [`ZkStore::watch`] are
 //! re-armed here and report [`WatchEvent::Rearmed`] so their owner re-reads what it watches.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -15,8 +16,12 @@ use tokio::sync::{broadcast, mpsc, watch};
 use zookeeper_client as zkc;
 
 use super::connect::ConnectString;
-use super::store::{CreateMode, Op, OpResult, Stat, WatchEvent, WatchMode, WatchStream, ZkError, ZkStore};
+use super::store::{CreateMode, Op, OpResult, ReadResult, Stat, WatchEvent, WatchMode, WatchStream, ZkError, ZkStore};
 use crate::types::ZkVersion;
+
+/// Reads per `multiRead` request: ~200 KB answers for partition state znodes, well under
+/// ZooKeeper's 1 MB `jute.maxbuffer`.
+const MULTI_READ_BATCH: usize = 1000;
 
 /// Session lifecycle notifications.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +43,8 @@ struct Inner {
     generation: watch::Sender<u64>,
     events: broadcast::Sender<SessionEvent>,
     closed: watch::Sender<bool>,
+    /// Requests sent to ZooKeeper through this session (a multi counts once: one round trip).
+    requests: AtomicU64,
 }
 
 /// A ZooKeeper connection that survives session expiry. Cheap to clone.
@@ -66,6 +73,7 @@ impl ZkSession {
             generation,
             events,
             closed,
+            requests: AtomicU64::new(0),
         });
         tokio::spawn(monitor(inner.clone()));
         Ok(ZkSession { inner })
@@ -101,12 +109,12 @@ impl ZkSession {
     /// tests; the monitor then establishes a new session as it does after a real expiry.
     pub async fn force_expire(&self) -> Result<(), ZkError> {
         let mut events = self.subscribe();
-        let target = self.client()?.session_id().0;
+        let target = self.current_client()?.session_id().0;
         let mut last_error = None;
         // The session's own client reconnects as soon as the intruder takes the session over,
         // and may win the race; try a few times until the monitor reports the session ended.
         for _ in 0..5 {
-            let info = self.client()?.session().clone();
+            let info = self.current_client()?.session().clone();
             let attached = zkc::Client::connector()
                 .with_session(info)
                 .with_session_timeout(self.inner.session_timeout)
@@ -146,7 +154,25 @@ impl ZkSession {
         })
     }
 
+    /// Requests this session has sent to ZooKeeper so far (every read, write, multi and watch
+    /// registration counts once; a multi is one round trip however many ops it carries). Also
+    /// exported, summed over the process, as `kastle_zk_requests_total`.
+    pub fn requests(&self) -> u64 {
+        self.inner.requests.load(Ordering::Relaxed)
+    }
+
+    /// The client for one request, counted.
     fn client(&self) -> Result<Arc<zkc::Client>, ZkError> {
+        self.count_request();
+        self.current_client()
+    }
+
+    fn count_request(&self) {
+        self.inner.requests.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("kastle_zk_requests_total").increment(1);
+    }
+
+    fn current_client(&self) -> Result<Arc<zkc::Client>, ZkError> {
         self.inner
             .client
             .read()
@@ -317,6 +343,41 @@ impl ZkStore for ZkSession {
         Ok((data, map_stat(&stat)))
     }
 
+    async fn get_data_many(&self, paths: &[String]) -> Result<Vec<ReadResult>, ZkError> {
+        let client = self.current_client()?;
+        // All batches are sent before the first answer is awaited (the client sends at commit).
+        let mut pending = Vec::new();
+        for batch in paths.chunks(MULTI_READ_BATCH) {
+            let mut reader = client.new_multi_reader();
+            for path in batch {
+                reader.add_get_data(path).map_err(|e| map_err(path, e))?;
+            }
+            self.count_request();
+            pending.push((batch, reader.commit()));
+        }
+        let mut out = Vec::with_capacity(paths.len());
+        for (batch, answer) in pending {
+            let results = answer.await.map_err(|e| map_err("/", e))?;
+            if results.len() != batch.len() {
+                return Err(ZkError::Other {
+                    path: "/".into(),
+                    reason: format!("multiRead answered {} of {} reads", results.len(), batch.len()),
+                });
+            }
+            for (path, result) in batch.iter().zip(results) {
+                out.push(match result {
+                    zkc::MultiReadResult::Data { data, stat } => Ok((data, map_stat(&stat))),
+                    zkc::MultiReadResult::Error { err } => Err(map_err(path, err)),
+                    other => Err(ZkError::Other {
+                        path: path.clone(),
+                        reason: format!("unexpected multiRead result {other:?}"),
+                    }),
+                });
+            }
+        }
+        Ok(out)
+    }
+
     async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkError> {
         let stat = self.client()?.check_stat(path).await.map_err(|e| map_err(path, e))?;
         Ok(stat.as_ref().map(map_stat))
@@ -401,7 +462,7 @@ impl ZkStore for ZkSession {
     }
 
     fn session_id(&self) -> i64 {
-        self.client().map(|c| c.session_id().0).unwrap_or(0)
+        self.current_client().map(|c| c.session_id().0).unwrap_or(0)
     }
 }
 

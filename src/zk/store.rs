@@ -157,6 +157,9 @@ pub enum WatchEvent {
     Rearmed,
 }
 
+/// One read of [`ZkStore::get_data_many`]: the znode's data and stat, or why not.
+pub type ReadResult = Result<(Vec<u8>, Stat), ZkError>;
+
 /// A persistent watch; ends when the store is closed.
 pub type WatchStream = mpsc::UnboundedReceiver<WatchEvent>;
 
@@ -171,6 +174,19 @@ pub trait ZkStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send;
 
     fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send;
+
+    /// Reads many znodes: each one's data and stat, or its own error, in the order asked. The
+    /// outer error is for the store as a whole (e.g. the session is gone). The real store
+    /// batches them into few requests (ZooKeeper 3.6+ `multiRead`); this default reads one by one.
+    fn get_data_many(&self, paths: &[String]) -> impl Future<Output = Result<Vec<ReadResult>, ZkError>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(paths.len());
+            for path in paths {
+                out.push(self.get_data(path).await);
+            }
+            Ok(out)
+        }
+    }
 
     fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send;
 

@@ -24,7 +24,7 @@ fn ids(v: &[kafka_protocol::messages::BrokerId]) -> Vec<BrokerId> {
     v.iter().map(|b| BrokerId(b.0)).collect()
 }
 
-pub(super) fn leader_and_isr(
+pub(super) async fn leader_and_isr(
     apis: &KafkaApis,
     ctx: &RequestContext,
     request: LeaderAndIsrRequest,
@@ -65,10 +65,15 @@ pub(super) fn leader_and_isr(
         .iter()
         .map(|l| (BrokerId(l.broker_id.0), format!("{}:{}", l.host_name, l.port)))
         .collect();
-    let results = match apis
-        .replica_manager
-        .become_leader_or_follower(epochs, partitions, live_leaders, now_ms())
-    {
+    // Creating logs and writing checkpoints is blocking file I/O, thousands of files for a big
+    // request: off the async workers, or the ZooKeeper session and every connection stall.
+    let replica_manager = apis.replica_manager.clone();
+    let applied = tokio::task::spawn_blocking(move || {
+        replica_manager.become_leader_or_follower(epochs, partitions, live_leaders, now_ms())
+    })
+    .await
+    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    let results = match applied {
         Ok(r) => r,
         Err(code) => return LeaderAndIsrResponse::default().with_error_code(code),
     };

@@ -59,9 +59,9 @@ impl RequestHandler for KafkaApis {
             )),
             RequestKind::ListOffsets(r) => Some(ResponseKind::ListOffsets(list_offsets::handle(self, &ctx, r))),
             RequestKind::Metadata(r) => Some(ResponseKind::Metadata(metadata::handle(self, &ctx, r).await)),
-            RequestKind::LeaderAndIsr(r) => Some(ResponseKind::LeaderAndIsr(controller_requests::leader_and_isr(
-                self, &ctx, r,
-            ))),
+            RequestKind::LeaderAndIsr(r) => Some(ResponseKind::LeaderAndIsr(
+                controller_requests::leader_and_isr(self, &ctx, r).await,
+            )),
             RequestKind::UpdateMetadata(r) => Some(ResponseKind::UpdateMetadata(controller_requests::update_metadata(
                 self, r,
             ))),
