@@ -80,6 +80,7 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
     loop {
         let mut total = 0usize;
         let mut errors = false;
+        let mut hw_moved = false;
         let mut budget = if request.max_bytes > 0 {
             request.max_bytes as usize
         } else {
@@ -87,7 +88,7 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
         };
         let mut results = Vec::with_capacity(wanted.len());
         for w in &wanted {
-            let data = read_partition(apis, w, replica, budget, version);
+            let data = read_partition(apis, w, replica, budget, version, &mut hw_moved);
             let size = data.records.as_ref().map_or(0, |r| r.len());
             budget = budget.saturating_sub(size);
             total += size;
@@ -98,10 +99,13 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
         let diverging = results
             .iter()
             .any(|(_, d)| d.diverging_epoch.epoch >= 0 || d.diverging_epoch.end_offset >= 0);
+        if hw_moved {
+            // Wake acks=all produces and consumers now: a caught-up follower's fetch moves the
+            // HW and then waits for more data, up to replica.fetch.wait.max.ms. (Our own
+            // receiver sees this too and reads once more, which moves nothing.)
+            rm.notify_change();
+        }
         if total >= min_bytes.max(1) || errors || diverging || waited_out || wanted.is_empty() {
-            if replica.is_some() {
-                rm.notify_change(); // a follower's fetch may have moved the HW
-            }
             for (i, data) in results {
                 topics[i].partitions.push(data);
             }
@@ -119,6 +123,7 @@ fn read_partition(
     replica: Option<BrokerId>,
     budget: usize,
     version: i16,
+    hw_moved: &mut bool,
 ) -> PartitionData {
     let mut data = PartitionData::default().with_partition_index(w.partition);
     data.high_watermark = -1;
@@ -147,21 +152,25 @@ fn read_partition(
     let limit = w.max_bytes.min(budget);
     let rm = &apis.replica_manager;
     let read = match replica {
-        Some(id) => partition
-            .read_for_follower(
-                id,
-                w.fetch_offset,
-                w.last_fetched_epoch,
-                limit,
-                rm.min_insync_replicas(),
-                super::now_ms(),
-            )
-            .map(|(read, proposal)| {
-                if let Some(p) = proposal {
-                    rm.submit_isr_change(p);
-                }
-                read
-            }),
+        Some(id) => {
+            let hw_before = partition.high_watermark();
+            partition
+                .read_for_follower(
+                    id,
+                    w.fetch_offset,
+                    w.last_fetched_epoch,
+                    limit,
+                    rm.min_insync_replicas(),
+                    super::now_ms(),
+                )
+                .map(|(read, proposal)| {
+                    if let Some(p) = proposal {
+                        rm.submit_isr_change(p);
+                    }
+                    *hw_moved |= read.high_watermark > hw_before;
+                    read
+                })
+        }
         None => partition.read(w.fetch_offset, limit),
     };
     match read {
