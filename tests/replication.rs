@@ -413,3 +413,38 @@ async fn the_controller_decides_on_the_isr_the_leader_just_wrote() {
     stopping[(paused - 1) as usize].signal("CONT");
     zk.close().await;
 }
+
+/// A caught-up follower's fetch moves the HW and then waits for new data: the acks=all produce
+/// that HW completes is answered at once, not when that fetch returns after
+/// replica.fetch.wait.max.ms (which capped one producer connection at ~2 requests a second).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_is_answered_when_the_hw_moves_not_when_the_follower_fetch_returns() {
+    const FETCH_WAIT_MS: u64 = 3_000;
+    let chroot = unique_chroot("repl-ackwake");
+    let wait = FETCH_WAIT_MS.to_string();
+    let extra = [
+        ("min.insync.replicas", "2"),
+        ("replica.fetch.wait.max.ms", wait.as_str()),
+    ];
+    let _brokers: Vec<BrokerProcess> = (1..=2)
+        .map(|id| BrokerProcess::start(&spec(&chroot, id, &extra)))
+        .collect();
+    let zk = zookeeper().session(&chroot).await;
+    all_registered(&zk, 2).await;
+    create_topic(&zk, "ackwake", "[1,2]").await;
+    let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
+    // The first one may wait for the follower's first fetch.
+    let first = wire.send(&produce_request("ackwake", -1, b"first"), 7).await;
+    assert_eq!(first.responses[0].partition_responses[0].error_code, 0);
+    for i in 0..5 {
+        let started = std::time::Instant::now();
+        let acked = wire.send(&produce_request("ackwake", -1, b"next"), 7).await;
+        let took = started.elapsed();
+        assert_eq!(acked.responses[0].partition_responses[0].error_code, 0);
+        assert!(
+            took < Duration::from_millis(FETCH_WAIT_MS / 3),
+            "acks=all produce {i} took {took:?}: it waited for the follower's fetch to return"
+        );
+    }
+    zk.close().await;
+}
