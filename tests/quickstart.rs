@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{unique_chroot, wait_until};
+use common::unique_chroot;
 use kastle::types::BrokerId;
 use kastle::zk::{ConnectString, KafkaZkClient, ZkSession};
 
@@ -107,10 +107,29 @@ async fn quickstart_runs_three_registered_brokers_and_stops_on_ctrl_c() {
         .status()
         .expect("kill");
     assert!(status.success());
-    wait_until(Duration::from_secs(60), "quickstart to exit after Ctrl-C", || {
-        let exited = matches!(script.0.try_wait(), Ok(Some(_)));
-        async move { exited }
-    })
+    let data_dir = data.path().to_path_buf();
+    let logs = move || {
+        (1..=3)
+            .map(|id| {
+                let log = std::fs::read_to_string(data_dir.join(format!("broker-{id}.log"))).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(15).collect();
+                format!(
+                    "=== broker {id}\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    common::wait_until_else(
+        Duration::from_secs(60),
+        "quickstart to exit after Ctrl-C",
+        || {
+            let exited = matches!(script.0.try_wait(), Ok(Some(_)));
+            async move { exited }
+        },
+        logs,
+    )
     .await;
     for id in 1..=3 {
         let marker = data.path().join(format!("broker-{id}/.kafka_cleanshutdown"));
