@@ -43,7 +43,12 @@ async fn quickstart_runs_three_registered_brokers_and_stops_on_ctrl_c() {
             break b;
         }
     };
-    let mut child = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/quickstart"))
+    // Through `env --default-signal=INT`: a test run launched in the background by a
+    // non-interactive shell inherits SIGINT as ignored, and bash cannot trap a signal that was
+    // ignored when it started, so Ctrl-C would never reach the script's handler.
+    let mut child = Command::new("env")
+        .arg("--default-signal=INT")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/quickstart"))
         .env("KASTLE_BIN", env!("CARGO_BIN_EXE_kastle"))
         .env("KASTLE_ZK_PORT", zk_port.to_string())
         .env("KASTLE_PORT_BASE", base.to_string())
