@@ -159,9 +159,23 @@ async fn a_paused_broker_re_registers_with_a_new_epoch_after_its_session_expires
     )
     .await;
     broker.signal("CONT");
-    wait_until(Duration::from_secs(20), "broker 1 to re-register", || async {
-        registration_czxid(&session, 1).await.is_some()
-    })
+    common::wait_until_else(
+        Duration::from_secs(20),
+        "broker 1 to re-register",
+        || async { registration_czxid(&session, 1).await.is_some() },
+        || {
+            broker
+                .stderr()
+                .lines()
+                .rev()
+                .take(30)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n")
+        },
+    )
     .await;
     let second = registration_czxid(&session, 1).await.expect("re-registered");
     assert!(second > first, "new czxid {second} must be above the old {first}");
