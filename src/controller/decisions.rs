@@ -95,14 +95,7 @@ pub fn controlled_shutdown(
     } else {
         election::remove_replica_from_isr(&state, broker)?
     };
-    Some(StoredLeadership {
-        leader: next.leader.map_or(-1, |b| b.0),
-        leader_epoch: next.leader_epoch,
-        isr: next.isr,
-        controller_epoch,
-        leader_recovery_state: next.leader_recovery_state,
-        zk_version: current.zk_version,
-    })
+    Some(stored(next, current, controller_epoch))
 }
 
 /// What writing `next` over `previous` does to a partition's leadership, for Kafka's

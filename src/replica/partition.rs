@@ -436,7 +436,7 @@ impl Partition {
     /// epoch) when we have that epoch; otherwise to our end of the largest epoch below it, and
     /// the next fetch asks again (KIP-279's multi-round). Returns the new LEO.
     pub fn truncate_on_divergence(&self, leader_epoch: i32, diverging: (i32, i64)) -> Result<i64, FollowerError> {
-        let inner = self.inner();
+        let mut inner = self.inner();
         self.check_following(&inner, leader_epoch)?;
         let mut log = lock(&inner.log);
         let (epoch, end) = diverging;
@@ -459,8 +459,7 @@ impl Partition {
         log.truncate_to(target).map_err(FollowerError::Log)?;
         let new_leo = log.log_end_offset();
         drop(log);
-        drop(inner);
-        self.cap_hw(new_leo);
+        inner.high_watermark = inner.high_watermark.min(new_leo);
         Ok(new_leo)
     }
 
@@ -473,7 +472,7 @@ impl Partition {
         leader_start: i64,
         now_ms: i64,
     ) -> Result<(), FollowerError> {
-        let inner = self.inner();
+        let mut inner = self.inner();
         self.check_following(&inner, leader_epoch)?;
         let mut log = lock(&inner.log);
         let leo = log.log_end_offset();
@@ -487,14 +486,8 @@ impl Partition {
         }
         let new_leo = log.log_end_offset();
         drop(log);
-        drop(inner);
-        self.cap_hw(new_leo);
+        inner.high_watermark = inner.high_watermark.min(new_leo);
         Ok(())
-    }
-
-    fn cap_hw(&self, leo: i64) {
-        let mut inner = self.inner();
-        inner.high_watermark = inner.high_watermark.min(leo);
     }
 
     fn check_following(&self, inner: &Inner, leader_epoch: i32) -> Result<(), FollowerError> {

@@ -143,28 +143,30 @@ fn read_partition(
     // At least one whole batch comes back even when it exceeds the limits (KIP-74).
     let limit = w.max_bytes.min(budget);
     let rm = &apis.replica_manager;
-    let hw_before = partition.high_watermark();
     let read = match replica {
-        Some(id) => partition
-            .read_for_follower(
-                id,
-                w.fetch_offset,
-                w.last_fetched_epoch,
-                limit,
-                rm.min_insync_replicas(),
-                super::now_ms(),
-            )
-            .map(|(read, proposal)| {
-                if let Some(p) = proposal {
-                    rm.submit_isr_change(p);
-                }
-                // This fetch moved the HW: acks=all produces and consumers waiting on it go
-                // now, not when this fetch itself returns (up to replica.fetch.wait.max.ms later).
-                if read.high_watermark > hw_before {
-                    rm.notify_change();
-                }
-                read
-            }),
+        Some(id) => {
+            let hw_before = partition.high_watermark();
+            partition
+                .read_for_follower(
+                    id,
+                    w.fetch_offset,
+                    w.last_fetched_epoch,
+                    limit,
+                    rm.min_insync_replicas(),
+                    super::now_ms(),
+                )
+                .map(|(read, proposal)| {
+                    if let Some(p) = proposal {
+                        rm.submit_isr_change(p);
+                    }
+                    // This fetch moved the HW: acks=all produces and consumers waiting on it go
+                    // now, not when this fetch itself returns (up to replica.fetch.wait.max.ms later).
+                    if read.high_watermark > hw_before {
+                        rm.notify_change();
+                    }
+                    read
+                })
+        }
         None => partition.read(w.fetch_offset, limit),
     };
     match read {
