@@ -52,9 +52,14 @@ pub async fn run<S: ZkStore + Clone>(rm: Arc<ReplicaManager>, zk: S, mut stop: w
                 }
             }
             Some(WatchEvent::Rearmed) => {
+                // Changes during the session gap were missed: re-read every hosted partition,
+                // concurrently (one round trip per partition, pipelined on the session).
+                let mut reads = tokio::task::JoinSet::new();
                 for p in rm.all_partitions() {
-                    check(&rm, &zk, &p.tp).await;
+                    let (rm, zk) = (rm.clone(), zk.clone());
+                    reads.spawn(async move { check(&rm, &zk, &p.tp).await });
                 }
+                while reads.join_next().await.is_some() {}
             }
             Some(_) => {}
         }
