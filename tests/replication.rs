@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use common::cluster::{cluster_ready, controller_of, create_topic_by_hand};
 use common::replicas::{batch_crcs, isr, leader, leader_log_end, log_end, produce_request, state, CONSUMER, PRODUCER};
 use common::wire::Wire;
 use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
-use kastle::zk::models::ZNodePayload;
 use kastle::zk::store::ZkStore;
 use kastle::zk::ZkSession;
 
@@ -26,20 +26,8 @@ fn spec(chroot: &str, id: i32, extra: &[(&str, &str)]) -> BrokerSpec {
     )
 }
 
-async fn all_registered(zk: &ZkSession, n: usize) {
-    wait_until(
-        Duration::from_secs(30),
-        "brokers registered and a controller",
-        || async {
-            zk.children("/brokers/ids").await.map(|c| c.len() == n).unwrap_or(false)
-                && zk.exists("/controller").await.ok().flatten().is_some()
-        },
-    )
-    .await;
-}
-
 async fn create_topic(zk: &ZkSession, topic: &str, replicas: &str) {
-    common::replicas::create_one_partition_topic(zk, topic, replicas).await;
+    create_topic_by_hand(zk, topic, &format!(r#"{{"0":{replicas}}}"#)).await;
     wait_until(Duration::from_secs(20), "a leader", || async {
         leader(zk, topic).await >= 0
     })
@@ -139,7 +127,7 @@ async fn acks_all_survives_the_leader(disruption: Disruption, name: &str) {
     let specs: Vec<BrokerSpec> = (1..=3).map(|id| spec(&chroot, id, &extra)).collect();
     let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
+    cluster_ready(&zk, 3).await;
     create_topic(&zk, "durable", "[1,2,3]").await;
     let first_leader = leader(&zk, "durable").await;
     let boot = bootstrap(&zk).await;
@@ -241,7 +229,7 @@ async fn a_killed_follower_leaves_the_isr_and_returns_after_restart_and_below_mi
         .collect();
     let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
+    cluster_ready(&zk, 3).await;
     create_topic(&zk, "lagging", "[1,2,3]").await;
     let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
     let ok = wire.send(&produce_request("lagging", -1, b"before"), 7).await;
@@ -363,12 +351,8 @@ async fn the_controller_decides_on_the_isr_the_leader_just_wrote() {
         .collect();
     let brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 3).await;
-    let (data, _) = zk.get_data("/controller").await.expect("controller");
-    let controller = kastle::zk::models::ControllerZNode::decode(&data)
-        .expect("json")
-        .brokerid
-        .0;
+    cluster_ready(&zk, 3).await;
+    let controller = controller_of(&zk).await.expect("controller");
     let others: Vec<i32> = (1..=3).filter(|b| *b != controller).collect();
     let (leader_id, paused) = (others[0], others[1]);
     // The paused follower comes right after the leader in assignment order.
@@ -430,7 +414,7 @@ async fn acks_all_is_answered_when_the_hw_moves_not_when_the_follower_fetch_retu
         .map(|id| BrokerProcess::start(&spec(&chroot, id, &extra)))
         .collect();
     let zk = zookeeper().session(&chroot).await;
-    all_registered(&zk, 2).await;
+    cluster_ready(&zk, 2).await;
     create_topic(&zk, "ackwake", "[1,2]").await;
     let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
     // The first one may wait for the follower's first fetch.

@@ -6,10 +6,11 @@ mod common;
 
 use std::time::Duration;
 
+use common::cluster::{cluster_ready, create_topic_by_hand};
 use common::replicas::{batch_crcs, isr, leader, leader_log_end, log_end, produce_request};
 use common::wire::Wire;
 use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
-use kastle::zk::store::{CreateMode, ZkStore};
+use kastle::zk::store::ZkStore;
 use kastle::zk::ZkSession;
 
 const SESSION_MS: u64 = 3_000;
@@ -26,18 +27,8 @@ fn specs(chroot: &str, extra: &[(&str, &str)]) -> Vec<BrokerSpec> {
 }
 
 async fn setup(zk: &ZkSession, topic: &str) {
-    wait_until(Duration::from_secs(30), "2 brokers and a controller", || async {
-        zk.children("/brokers/ids").await.map(|c| c.len() == 2).unwrap_or(false)
-            && zk.exists("/controller").await.ok().flatten().is_some()
-    })
-    .await;
-    zk.create(
-        &format!("/brokers/topics/{topic}"),
-        br#"{"version":1,"partitions":{"0":[1,2]}}"#,
-        CreateMode::Persistent,
-    )
-    .await
-    .expect("topic");
+    cluster_ready(zk, 2).await;
+    create_topic_by_hand(zk, topic, r#"{"0":[1,2]}"#).await;
     wait_until(Duration::from_secs(20), "both replicas in the ISR", || async {
         leader(zk, topic).await == 1 && isr(zk, topic).await == vec![1, 2]
     })

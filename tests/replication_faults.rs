@@ -43,7 +43,7 @@ fn tp(topic: &str) -> TopicPartition {
 }
 
 async fn create(zk: &ZkSession, topic: &str, replicas: &str) {
-    common::replicas::create_one_partition_topic(zk, topic, replicas).await;
+    common::cluster::create_topic_by_hand(zk, topic, &format!(r#"{{"0":{replicas}}}"#)).await;
 }
 
 async fn controller_ready(brokers: &[&BrokerHandle]) {

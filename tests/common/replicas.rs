@@ -168,16 +168,3 @@ pub async fn leader_log_end(wire: &mut Wire, topic: &str) -> i64 {
     let response = wire.send(&request, 4).await;
     response.topics[0].partitions[0].offset
 }
-
-/// Writes topic `topic` with one partition on `replicas` (a JSON list) into ZooKeeper, the way
-/// an operator with zkCli would.
-pub async fn create_one_partition_topic(zk: &ZkSession, topic: &str, replicas: &str) {
-    use kastle::zk::store::CreateMode;
-    zk.create(
-        &format!("/brokers/topics/{topic}"),
-        format!(r#"{{"version":1,"partitions":{{"0":{replicas}}}}}"#).as_bytes(),
-        CreateMode::Persistent,
-    )
-    .await
-    .expect("write topic");
-}
