@@ -542,7 +542,6 @@ impl BrokerHandle {
             server.shutdown().await;
         }
         self.stop.send_replace(true);
-        self.replica_manager.shutdown();
         for task in self.tasks {
             let _ = task.await;
         }
