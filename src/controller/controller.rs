@@ -13,6 +13,7 @@ use super::channel::{Answer, ControlRequest, ControllerChannel};
 use super::decisions;
 use super::event_manager::{self, Event, EventQueue, Reply, Trigger, ZNodeWatches};
 use super::partition_state::PartitionState;
+use super::replica_changes;
 use super::requests::{self, ControllerContext};
 use super::state_changes;
 use super::stats;
@@ -503,7 +504,12 @@ impl Controller {
         active.ctx.replicas_came_online(&started);
         active.ctx.mark_leaderless_offline();
         let all = active.ctx.all_partitions();
+        // Kafka's OfflineReplica transition reads the state znodes of every replica the failed
+        // brokers hosted: a leader may have taken one back into its ISR moments ago (say, during
+        // a controlled shutdown) and announced it only to ZooKeeper so far.
+        let hosted: BTreeSet<(String, i32)> = lost.iter().map(replica_changes::key_of).collect();
         self.watch_brokers(&new).await;
+        self.refresh_leaderships(hosted.into_iter().collect()).await?;
         // Dead brokers leave the ISRs (and leadership); partitions without a leader are elected.
         self.elect_partitions(&all).await?;
         // Restarted brokers learn everything and get LeaderAndIsr for their replicas (not for

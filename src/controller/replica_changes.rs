@@ -40,7 +40,7 @@ pub fn replica(key: &(String, i32), broker: BrokerId) -> PartitionAndReplica {
     }
 }
 
-fn key_of(r: &PartitionAndReplica) -> (String, i32) {
+pub(super) fn key_of(r: &PartitionAndReplica) -> (String, i32) {
     (r.tp.topic.clone(), r.tp.partition)
 }
 
