@@ -23,6 +23,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod controller;
+pub mod coordinator;
 pub mod log;
 pub mod network;
 pub mod protocol;

@@ -50,3 +50,9 @@ impl fmt::Display for TopicPartition {
         write!(f, "{}-{}", self.topic, self.partition)
     }
 }
+
+/// Java's `String.hashCode` (UTF-16 code units), which Kafka uses to place groups and fetchers.
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+}

@@ -219,8 +219,9 @@ fn write_records(out: &mut dyn Write, batch: &[u8], h: &BatchHeader) -> io::Resu
 }
 
 /// Decompresses a records section with kafka-protocol's codecs (its default features); the
-/// records are then read by our own decoder, which has no per-record allocation to exhaust.
-fn decompress(codec: Compression, section: &[u8]) -> Result<Bytes, String> {
+/// records are then read by our own decoder, which has no per-record allocation to exhaust. Also
+/// used by readers of internal topics (the group coordinator's loader).
+pub(crate) fn decompress(codec: Compression, section: &[u8]) -> Result<Bytes, String> {
     let mut input = Bytes::copy_from_slice(section);
     let result = match codec {
         Compression::Gzip => <Gzip as Decompressor<Bytes>>::decompress(&mut input, |b| Ok(std::mem::take(b))),

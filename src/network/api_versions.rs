@@ -27,13 +27,24 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::StopReplica, 0, 4),
     (ApiKey::UpdateMetadata, 0, 8),
     (ApiKey::ControlledShutdown, 0, 3),
+    (ApiKey::OffsetCommit, 0, 9),
+    (ApiKey::OffsetFetch, 0, 9),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 5),
     // Kafka 3.9 has ApiVersions 0-4, which is also the codec's maximum.
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
     (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// Error code 35: the request's version is outside the range we advertise.
@@ -206,7 +217,11 @@ mod tests {
         assert_eq!(supported(ApiKey::Fetch), Some((4, 17)));
         assert_eq!(supported(ApiKey::Metadata), Some((0, 12)));
         assert_eq!(supported(ApiKey::ApiVersions), Some((0, 4)));
-        assert_eq!(supported(ApiKey::FindCoordinator), None);
+        assert_eq!(supported(ApiKey::FindCoordinator), Some((0, 6)));
+        assert_eq!(supported(ApiKey::JoinGroup), Some((0, 9)));
+        assert_eq!(supported(ApiKey::OffsetCommit), Some((0, 9)));
+        assert_eq!(supported(ApiKey::OffsetFetch), Some((0, 9)));
+        assert_eq!(supported(ApiKey::DescribeAcls), None);
         assert!(!is_supported(ApiKey::Fetch, 3));
         assert!(is_supported(ApiKey::Fetch, 4));
     }

@@ -2,7 +2,8 @@
 //!
 //! Everything here parses bytes a peer or a file supplied, so every read is bounds-checked and
 //! every failure is a typed error, never a panic. `test_support` holds builders for tests and
-//! benchmarks; the broker does not use it.
+//! benchmarks; the broker uses only its plain `build_batch`, to write the group coordinator's
+//! uncompressed records.
 
 pub mod error_codes;
 pub mod record_batch;

@@ -1,9 +1,9 @@
 //! Builders for tests and benchmarks: valid, uncompressed v2 record batches laid out by hand
 //! (varints, CRC-32C), with no dependency on a client library.
 //!
-//! Not used by the broker itself. The builders can also produce deliberately odd batches (wrong
-//! offset deltas, control or transactional flags) so validation and recovery tests can reach
-//! each check.
+//! The broker itself uses only `build_batch` (the group coordinator's records). The builders
+//! can also produce deliberately odd batches (wrong offset deltas, control or transactional
+//! flags) so validation and recovery tests can reach each check.
 
 use super::record_batch::header::{
     compute_crc, CONTROL_FLAG_MASK, CRC_OFFSET, LOG_OVERHEAD, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,

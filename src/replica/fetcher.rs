@@ -102,15 +102,11 @@ pub struct FetcherManager {
     tasks: Mutex<HashMap<(BrokerId, usize), FetcherTask>>,
 }
 
-/// Java's `String.hashCode`, for Kafka's partition-to-fetcher rule.
-fn java_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
-}
-
 /// Which of `n` fetcher tasks replicates `tp`.
 pub fn fetcher_index(tp: &TopicPartition, n: usize) -> usize {
-    let h = java_hash(&tp.topic).wrapping_mul(31).wrapping_add(tp.partition);
+    let h = crate::types::java_string_hash(&tp.topic)
+        .wrapping_mul(31)
+        .wrapping_add(tp.partition);
     (h.unsigned_abs() as usize) % n.max(1)
 }
 
@@ -436,7 +432,7 @@ mod tests {
     #[test]
     fn partitions_map_to_fetchers_as_kafka_does() {
         // Java: "topic".hashCode() == 110546223; abs(31 * h + 0) % 3.
-        assert_eq!(java_hash("topic"), 110_546_223);
+        assert_eq!(crate::types::java_string_hash("topic"), 110_546_223);
         let tp = |p| TopicPartition {
             topic: "topic".into(),
             partition: p,

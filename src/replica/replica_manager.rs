@@ -63,6 +63,9 @@ pub struct ReplicaManager {
     config: ReplicaConfig,
     /// Bumped on every append and high-watermark move: what delayed fetches and produces wait on.
     changes: watch::Sender<u64>,
+    /// Bumped whenever a hosted partition may have gained or lost leadership (LeaderAndIsr, a
+    /// state znode applied, StopReplica, a failed log dir): what the group coordinator watches.
+    leadership: watch::Sender<u64>,
     /// Fetches waiting in the purgatory (Kafka's PurgatorySize for delayedOperation=Fetch).
     delayed_fetches: std::sync::atomic::AtomicUsize,
     fetchers: FetcherManager,
@@ -113,6 +116,7 @@ impl ReplicaManager {
             broker_epoch: AtomicI64::new(-1),
             config,
             changes,
+            leadership: watch::channel(0).0,
             delayed_fetches: std::sync::atomic::AtomicUsize::new(0),
             fetchers: FetcherManager::new(fetcher_config),
             endpoints: RwLock::new(HashMap::new()),
@@ -216,6 +220,15 @@ impl ReplicaManager {
         self.delayed_fetches.load(Ordering::SeqCst)
     }
 
+    /// Wakes when leadership of a hosted partition may have changed.
+    pub fn subscribe_leadership(&self) -> watch::Receiver<u64> {
+        self.leadership.subscribe()
+    }
+
+    fn leadership_changed(&self) {
+        self.leadership.send_modify(|v| *v += 1);
+    }
+
     pub fn subscribe_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }
@@ -281,6 +294,7 @@ impl ReplicaManager {
             results.push((p.tp, p.topic_id, code));
         }
         self.notify_change();
+        self.leadership_changed();
         Ok(results)
     }
 
@@ -393,6 +407,7 @@ impl ReplicaManager {
         }
         self.start_or_stop_fetching(&existing, &state);
         self.notify_change();
+        self.leadership_changed();
         true
     }
 
@@ -440,6 +455,7 @@ impl ReplicaManager {
             .collect();
         self.fetchers.remove(&gone);
         self.notify_change();
+        self.leadership_changed();
         gone
     }
 
@@ -504,6 +520,7 @@ impl ReplicaManager {
             results.push((tp, code));
         }
         self.notify_change();
+        self.leadership_changed();
         Ok(results)
     }
 

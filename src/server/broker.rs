@@ -107,6 +107,11 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
 
     let replica_manager = Arc::new(ReplicaManager::new(id, log_manager.clone(), replica_config(config)));
     let metadata_cache = Arc::new(MetadataCache::default());
+    let groups = crate::coordinator::group::GroupCoordinator::new(
+        crate::coordinator::group::GroupConfig::from_config(config),
+        replica_manager.clone(),
+        metadata_cache.clone(),
+    );
     let apis = Arc::new(KafkaApis {
         broker_id: id,
         cluster_id: cluster_id.clone(),
@@ -120,6 +125,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
             delete_topic_enable: config.get_bool("delete.topic.enable").unwrap_or(true),
             inter_broker_listener: config.inter_broker_listener_name().to_string(),
         },
+        groups: groups.clone(),
         controller: std::sync::OnceLock::new(),
     });
 
@@ -195,11 +201,15 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
         rm.maybe_shrink_isrs(now_ms())
     })));
+    tasks.push(tokio::spawn(groups.clone().run(stop_rx.clone())));
     let rm = replica_manager.clone();
     tasks.push(tokio::spawn(run_periodically(
         Duration::from_secs(2),
         stop_rx.clone(),
-        move || rm.publish_metrics(),
+        move || {
+            rm.publish_metrics();
+            groups.publish_metrics();
+        },
     )));
     tasks.push(tokio::spawn(watch_log_dirs(
         replica_manager.clone(),

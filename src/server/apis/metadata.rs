@@ -44,7 +44,9 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
     let allow_auto = ctx.api_version < 4 || request.allow_auto_topic_creation;
     let mut topics = Vec::new();
     for name in requested.clone().unwrap_or_else(|| cache.topic_names()) {
-        let mut topic = MetadataResponseTopic::default().with_name(Some(TopicName(str_bytes(&name))));
+        let mut topic = MetadataResponseTopic::default()
+            .with_name(Some(TopicName(str_bytes(&name))))
+            .with_is_internal(name == crate::coordinator::group::OFFSETS_TOPIC);
         match cache.topic(&name) {
             Some(cached) => {
                 if version >= 10 {

@@ -8,9 +8,11 @@ mod create_topics;
 mod delete_topics;
 mod elect_leaders;
 mod fetch;
+mod groups;
 mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
+mod offsets;
 mod produce;
 
 use std::sync::Arc;
@@ -45,6 +47,8 @@ pub struct KafkaApis {
     pub metadata_cache: Arc<MetadataCache>,
     pub zk: KafkaZkClient<ZkSession>,
     pub config: ApiConfig,
+    /// The group coordinator for the `__consumer_offsets` partitions this broker leads.
+    pub groups: std::sync::Arc<crate::coordinator::group::GroupCoordinator>,
     /// This broker's controller module, set once it has started (after the handlers exist).
     pub controller: std::sync::OnceLock<crate::controller::ControllerHandle>,
 }
@@ -81,6 +85,21 @@ impl RequestHandler for KafkaApis {
             RequestKind::ControlledShutdown(r) => Some(ResponseKind::ControlledShutdown(
                 controller_requests::controlled_shutdown(self, r).await,
             )),
+            RequestKind::FindCoordinator(r) => Some(ResponseKind::FindCoordinator(
+                groups::find_coordinator(self, &ctx, r).await,
+            )),
+            RequestKind::JoinGroup(r) => Some(ResponseKind::JoinGroup(groups::join_group(self, &ctx, r).await)),
+            RequestKind::SyncGroup(r) => Some(ResponseKind::SyncGroup(groups::sync_group(self, &ctx, r).await)),
+            RequestKind::Heartbeat(r) => Some(ResponseKind::Heartbeat(groups::heartbeat(self, r))),
+            RequestKind::LeaveGroup(r) => Some(ResponseKind::LeaveGroup(groups::leave_group(self, &ctx, r))),
+            RequestKind::ListGroups(r) => Some(ResponseKind::ListGroups(groups::list_groups(self, r))),
+            RequestKind::DescribeGroups(r) => Some(ResponseKind::DescribeGroups(groups::describe_groups(self, r))),
+            RequestKind::DeleteGroups(r) => Some(ResponseKind::DeleteGroups(groups::delete_groups(self, r).await)),
+            RequestKind::OffsetCommit(r) => {
+                Some(ResponseKind::OffsetCommit(offsets::offset_commit(self, &ctx, r).await))
+            }
+            RequestKind::OffsetFetch(r) => Some(ResponseKind::OffsetFetch(offsets::offset_fetch(self, &ctx, r))),
+            RequestKind::OffsetDelete(r) => Some(ResponseKind::OffsetDelete(offsets::offset_delete(self, r).await)),
             other => {
                 tracing::warn!(api = ?ctx.api_key, "no handler for a supported API; closing the request without a response");
                 drop(other);

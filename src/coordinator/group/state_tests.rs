@@ -1,0 +1,326 @@
+use super::*;
+use crate::coordinator::group::membership::{JoinOutcome, JoinRequest, SyncOutcome, SyncRequest};
+
+const LIMITS: GroupLimits = GroupLimits {
+    min_session_timeout_ms: 1_000,
+    max_session_timeout_ms: 60_000,
+    initial_rebalance_delay_ms: 100,
+    max_size: 10,
+};
+
+fn join_req(member_id: &str, protocols: &[&str]) -> JoinRequest {
+    JoinRequest {
+        member_id: member_id.to_string(),
+        group_instance_id: None,
+        client_id: "client".into(),
+        client_host: "/127.0.0.1".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 5_000,
+        protocol_type: "consumer".into(),
+        protocols: protocols
+            .iter()
+            .map(|p| (p.to_string(), p.as_bytes().to_vec()))
+            .collect(),
+        require_known_member_id: true,
+        supports_skip_assignment: false,
+    }
+}
+
+fn sync_req(member_id: &str, generation: i32, assignments: &[(&str, &[u8])]) -> SyncRequest {
+    SyncRequest {
+        member_id: member_id.to_string(),
+        group_instance_id: None,
+        generation,
+        protocol_type: Some("consumer".into()),
+        protocol_name: None,
+        assignments: assignments.iter().map(|(m, a)| (m.to_string(), a.to_vec())).collect(),
+    }
+}
+
+/// Joins a new dynamic member through MEMBER_ID_REQUIRED; returns its id and the outcome.
+fn join_new(g: &mut Group, now: i64, effects: &mut Vec<Effect>) -> (String, JoinOutcome) {
+    let first = g.join(join_req("", &["range"]), now, &LIMITS, effects);
+    let JoinOutcome::Now(r) = first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(r.error, errors::MEMBER_ID_REQUIRED);
+    assert!(r.member_id.starts_with("client-"));
+    let id = r.member_id.clone();
+    let outcome = g.join(join_req(&id, &["range"]), now, &LIMITS, effects);
+    (id, outcome)
+}
+
+fn joins(effects: &[Effect]) -> Vec<(String, JoinResult)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::JoinDone { member_id, result } => Some((member_id.clone(), result.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A stable group of the given size at generation 1, every member synced.
+fn stable_group(n: usize) -> (Group, Vec<String>) {
+    let mut g = Group::new("g", 0);
+    let mut fx = Vec::new();
+    let ids: Vec<String> = (0..n).map(|_| join_new(&mut g, 0, &mut fx).0).collect();
+    assert!(g.is(GroupState::PreparingRebalance));
+    // The initial delay, extended once when more than one member came during it.
+    fx.extend(g.tick(100, &LIMITS));
+    fx.extend(g.tick(200, &LIMITS));
+    assert!(g.is(GroupState::CompletingRebalance), "{:?}", g.state);
+    let leader = g.leader.clone().expect("leader");
+    let assignments: Vec<(&str, &[u8])> = ids.iter().map(|m| (m.as_str(), &b"a"[..])).collect();
+    assert_eq!(
+        g.sync(sync_req(&leader, 1, &assignments), 100),
+        SyncOutcome::Store { generation: 1 }
+    );
+    g.assignment_stored(1, Ok(()), 100, &LIMITS);
+    assert!(g.is(GroupState::Stable));
+    (g, ids)
+}
+
+#[test]
+fn the_first_rebalance_waits_the_initial_delay_and_the_leader_gets_every_member() {
+    let mut g = Group::new("g", 0);
+    let mut fx = Vec::new();
+    let (a, out) = join_new(&mut g, 0, &mut fx);
+    assert_eq!(out, JoinOutcome::Parked { member_id: a.clone() });
+    assert!(g.is(GroupState::PreparingRebalance));
+    assert_eq!(g.next_deadline(), Some(100), "the initial delay");
+    let (b, out) = join_new(&mut g, 50, &mut fx);
+    assert_eq!(out, JoinOutcome::Parked { member_id: b.clone() });
+    // Everyone joined, but a member arrived during the delay: it is extended once.
+    assert!(g.tick(100, &LIMITS).is_empty());
+    assert!(g.is(GroupState::PreparingRebalance));
+    let done = joins(&g.tick(200, &LIMITS));
+    assert_eq!(done.len(), 2);
+    assert!(g.is(GroupState::CompletingRebalance));
+    assert_eq!(g.generation, 1);
+    assert_eq!(g.protocol.as_deref(), Some("range"));
+    let leader = g.leader.clone().expect("leader");
+    for (id, r) in &done {
+        assert_eq!((r.error, r.generation, r.leader.as_str()), (0, 1, leader.as_str()));
+        assert_eq!(r.members.len(), if *id == leader { 2 } else { 0 });
+    }
+    // Followers wait for the leader's assignment; the leader's sync asks to store the group.
+    let follower = if leader == a { &b } else { &a };
+    assert_eq!(g.sync(sync_req(follower, 1, &[]), 210), SyncOutcome::Parked);
+    let out = g.sync(sync_req(&leader, 1, &[(&a, b"A"), (&b, b"B")]), 220);
+    assert_eq!(out, SyncOutcome::Store { generation: 1 });
+    assert!(g.is(GroupState::CompletingRebalance), "stable only once stored");
+    let fx = g.assignment_stored(1, Ok(()), 230, &LIMITS);
+    assert!(g.is(GroupState::Stable));
+    let mut synced: Vec<(String, Vec<u8>)> = fx
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::SyncDone { member_id, result } => Some((member_id, result.assignment)),
+            _ => None,
+        })
+        .collect();
+    synced.sort();
+    let mut want = vec![(a.clone(), b"A".to_vec()), (b.clone(), b"B".to_vec())];
+    want.sort();
+    assert_eq!(synced, want);
+    // A late sync in Stable gets the stored assignment at once.
+    assert_eq!(
+        g.sync(sync_req(&a, 1, &[]), 240),
+        SyncOutcome::Now(SyncResult {
+            error: 0,
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            assignment: b"A".to_vec()
+        })
+    );
+}
+
+#[test]
+fn a_new_member_makes_the_others_rejoin_and_the_join_completes_when_all_are_back() {
+    let (mut g, ids) = stable_group(2);
+    let mut fx = Vec::new();
+    let (c, out) = join_new(&mut g, 1_000, &mut fx);
+    assert_eq!(out, JoinOutcome::Parked { member_id: c.clone() });
+    assert!(g.is(GroupState::PreparingRebalance));
+    assert_eq!(g.heartbeat(&ids[0], None, 1, 1_001), errors::REBALANCE_IN_PROGRESS);
+    let out = g.join(join_req(&ids[0], &["range"]), 1_002, &LIMITS, &mut fx);
+    assert!(matches!(out, JoinOutcome::Parked { .. }));
+    // The last one back completes the rebalance and gets its answer directly.
+    let out = g.join(join_req(&ids[1], &["range"]), 1_003, &LIMITS, &mut fx);
+    let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
+    assert_eq!((r.error, r.generation), (0, 2));
+    assert_eq!(joins(&fx).len(), 2, "the other two parked joins are answered");
+    assert!(g.is(GroupState::CompletingRebalance));
+    // An old generation is refused.
+    assert_eq!(g.heartbeat(&ids[0], None, 1, 1_004), errors::ILLEGAL_GENERATION);
+    assert_eq!(g.heartbeat(&ids[0], None, 2, 1_004), 0);
+}
+
+#[test]
+fn a_member_that_does_not_rejoin_in_time_is_dropped_from_the_next_generation() {
+    let (mut g, ids) = stable_group(2);
+    let mut fx = Vec::new();
+    let out = g.join(join_req(&ids[0], &["range", "roundrobin"]), 1_000, &LIMITS, &mut fx);
+    assert!(matches!(out, JoinOutcome::Parked { .. }), "changed protocols rebalance");
+    assert_eq!(g.next_deadline(), Some(6_000), "the rebalance timeout");
+    let done = joins(&g.tick(6_000, &LIMITS));
+    assert_eq!(done.len(), 1);
+    assert_eq!(g.members.len(), 1);
+    assert!(!g.members.contains_key(&ids[1]));
+    assert_eq!(g.leader.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(done[0].1.members.len(), 1);
+}
+
+#[test]
+fn a_silent_member_is_removed_after_its_session_timeout() {
+    let (mut g, ids) = stable_group(2);
+    // Member 0 keeps heartbeating; member 1 stops.
+    let end = g.members[&ids[1]].heartbeat_deadline;
+    assert_eq!(g.heartbeat(&ids[0], None, 1, end - 1_000), 0);
+    assert!(g.tick(end - 1, &LIMITS).is_empty());
+    g.tick(end, &LIMITS);
+    assert!(!g.members.contains_key(&ids[1]), "member 1's session ended");
+    assert!(g.is(GroupState::PreparingRebalance));
+    assert_eq!(g.heartbeat(&ids[1], None, 1, end + 1), errors::UNKNOWN_MEMBER_ID);
+}
+
+#[test]
+fn leaving_rebalances_the_rest_and_the_last_one_out_leaves_an_empty_group_to_store() {
+    let (mut g, ids) = stable_group(2);
+    let mut fx = Vec::new();
+    assert_eq!(g.leave(&ids[0], None, 500, &LIMITS, &mut fx), 0);
+    assert!(g.is(GroupState::PreparingRebalance));
+    assert_eq!(g.leave(&ids[0], None, 501, &LIMITS, &mut fx), errors::UNKNOWN_MEMBER_ID);
+    assert_eq!(g.leave(&ids[1], None, 502, &LIMITS, &mut fx), 0);
+    assert!(g.is(GroupState::Empty));
+    assert!(fx.contains(&Effect::Store { generation: 2 }));
+    assert!(g.to_stored().members.is_empty());
+}
+
+#[test]
+fn a_static_member_that_restarts_takes_its_place_back_without_a_rebalance() {
+    let mut g = Group::new("g", 0);
+    let mut fx = Vec::new();
+    let mut req = join_req("", &["range"]);
+    req.group_instance_id = Some("i-1".into());
+    // Static members skip MEMBER_ID_REQUIRED.
+    let out = g.join(req.clone(), 0, &LIMITS, &mut fx);
+    let JoinOutcome::Parked { member_id: old } = out else {
+        panic!("{out:?}")
+    };
+    let mut other = join_req("", &["range"]);
+    other.group_instance_id = Some("i-2".into());
+    let JoinOutcome::Parked { member_id: leader } = g.join(other, 0, &LIMITS, &mut fx) else {
+        panic!()
+    };
+    g.tick(100, &LIMITS);
+    g.tick(200, &LIMITS);
+    let leader = g.leader.clone().unwrap_or(leader);
+    assert!(matches!(
+        g.sync(sync_req(&leader, 1, &[(&old, b"X")]), 200),
+        SyncOutcome::Store { .. }
+    ));
+    g.assignment_stored(1, Ok(()), 200, &LIMITS);
+    assert!(g.is(GroupState::Stable));
+    let rejoin_as = if leader == old { "i-2" } else { "i-1" };
+    let before = g.static_members[rejoin_as].clone();
+    let mut again = join_req("", &["range"]);
+    again.group_instance_id = Some(rejoin_as.into());
+    let out = g.join(again, 300, &LIMITS, &mut fx);
+    let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
+    assert_eq!((r.error, r.generation), (0, 1), "same generation, no rebalance");
+    assert_ne!(r.member_id, before);
+    assert!(g.is(GroupState::Stable));
+    // The old process is fenced.
+    assert_eq!(
+        g.heartbeat(&before, Some(rejoin_as), 1, 301),
+        errors::FENCED_INSTANCE_ID
+    );
+    assert_eq!(g.heartbeat(&r.member_id, Some(rejoin_as), 1, 301), 0);
+}
+
+#[test]
+fn requests_out_of_bounds_or_out_of_place_get_kafkas_errors() {
+    let (mut g, ids) = stable_group(1);
+    let mut fx = Vec::new();
+    let mut short = join_req("", &["range"]);
+    short.session_timeout_ms = 10;
+    assert_eq!(
+        g.join(short, 0, &LIMITS, &mut fx),
+        JoinOutcome::Now(JoinResult::error(errors::INVALID_SESSION_TIMEOUT, ""))
+    );
+    let mut other_type = join_req("", &["range"]);
+    other_type.protocol_type = "connect".into();
+    assert_eq!(
+        g.join(other_type, 0, &LIMITS, &mut fx),
+        JoinOutcome::Now(JoinResult::error(errors::INCONSISTENT_GROUP_PROTOCOL, ""))
+    );
+    assert_eq!(
+        g.join(join_req("nobody", &["range"]), 0, &LIMITS, &mut fx),
+        JoinOutcome::Now(JoinResult::error(errors::UNKNOWN_MEMBER_ID, "nobody"))
+    );
+    assert_eq!(
+        g.sync(sync_req(&ids[0], 7, &[]), 0),
+        SyncOutcome::Now(SyncResult::error(errors::ILLEGAL_GENERATION))
+    );
+    assert_eq!(g.check_commit(&ids[0], None, 1, 0), Ok(()));
+    assert_eq!(g.check_commit("nobody", None, 1, 0), Err(errors::UNKNOWN_MEMBER_ID));
+    assert_eq!(g.check_commit(&ids[0], None, 0, 0), Err(errors::ILLEGAL_GENERATION));
+    let mut empty = Group::new("e", 0);
+    assert_eq!(
+        empty.check_commit("", None, -1, 0),
+        Ok(()),
+        "assign() consumers commit freely"
+    );
+}
+
+#[test]
+fn a_failed_group_write_fails_the_syncs_and_rebalances() {
+    let mut g = Group::new("g", 0);
+    let mut fx = Vec::new();
+    let (a, _) = join_new(&mut g, 0, &mut fx);
+    g.tick(100, &LIMITS);
+    assert!(matches!(
+        g.sync(sync_req(&a, 1, &[(&a, b"A")]), 100),
+        SyncOutcome::Store { .. }
+    ));
+    let fx = g.assignment_stored(1, Err(errors::NOT_COORDINATOR), 110, &LIMITS);
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::SyncDone { result, .. } if result.error == errors::NOT_COORDINATOR)));
+    assert!(g.is(GroupState::PreparingRebalance));
+}
+
+#[test]
+fn stored_groups_load_as_stable_with_fresh_sessions_and_round_trip() {
+    let (g, ids) = stable_group(2);
+    let stored = g.to_stored();
+    let loaded = Group::from_stored("g", stored.clone(), 50_000);
+    assert!(loaded.is(GroupState::Stable));
+    assert_eq!(loaded.generation, 1);
+    assert_eq!(loaded.members[&ids[0]].heartbeat_deadline, 60_000);
+    assert_eq!(loaded.members[&ids[0]].assignment, b"a");
+    assert_eq!(loaded.to_stored().members, stored.members);
+    assert!(Group::from_stored("e", Default::default(), 0).is(GroupState::Empty));
+}
+
+#[test]
+fn the_protocol_most_members_prefer_among_those_all_support_wins() {
+    let mut g = Group::new("g", 0);
+    let mut fx = Vec::new();
+    for protocols in [
+        &["cooperative-sticky", "range"][..],
+        &["range", "cooperative-sticky"],
+        &["range"],
+    ] {
+        let mut req = join_req("", protocols);
+        req.require_known_member_id = false;
+        g.join(req, 0, &LIMITS, &mut fx);
+    }
+    assert_eq!(
+        g.select_protocol().as_deref(),
+        Some("range"),
+        "only range is common to all"
+    );
+    assert_eq!(GroupState::parse("stable"), Some(GroupState::Stable));
+}

@@ -1,0 +1,227 @@
+//! The committed-offset APIs on the wire: OffsetCommit (v0–v9), OffsetFetch (v0–v9, one group
+//! per request before v8, several after) and OffsetDelete. A group-level failure is reported
+//! where each version has room for it: per partition, or once for the group.
+
+use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{
+    GroupId, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest,
+    OffsetFetchResponse, TopicName,
+};
+
+use super::{str_bytes, KafkaApis};
+use crate::coordinator::group::requests::CommitEntry;
+use crate::coordinator::group::schema::OffsetValue;
+use crate::network::handler::RequestContext;
+
+pub(super) async fn offset_commit(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    r: OffsetCommitRequest,
+) -> OffsetCommitResponse {
+    let v = ctx.api_version;
+    let entries: Vec<CommitEntry> = r
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| CommitEntry {
+                topic: t.name.0.to_string(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: if v >= 6 { p.committed_leader_epoch } else { -1 },
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+            })
+        })
+        .collect();
+    let retention = (2..=4)
+        .contains(&v)
+        .then_some(r.retention_time_ms)
+        .filter(|ms| *ms >= 0);
+    let (generation, member) = if v >= 1 {
+        (r.generation_id_or_member_epoch, r.member_id.to_string())
+    } else {
+        (-1, String::new())
+    };
+    let result = apis
+        .groups
+        .commit(
+            &r.group_id.0,
+            &member,
+            r.group_instance_id.as_deref(),
+            generation,
+            entries,
+            retention,
+        )
+        .await;
+    let mut codes = match result {
+        Ok(codes) => codes.into_iter(),
+        Err(code) => vec![code; r.topics.iter().map(|t| t.partitions.len()).sum()].into_iter(),
+    };
+    let topics = r
+        .topics
+        .iter()
+        .map(|t| {
+            OffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            OffsetCommitResponsePartition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(codes.next().unwrap_or_default())
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+type Fetched = Result<Vec<(String, i32, Option<OffsetValue>)>, i16>;
+type ByTopic = Vec<(String, Vec<(i32, Option<OffsetValue>)>)>;
+
+/// Groups the fetched offsets by topic, keeping the order they came in.
+fn by_topic(rows: Vec<(String, i32, Option<OffsetValue>)>) -> ByTopic {
+    let mut out: ByTopic = Vec::new();
+    for (t, p, v) in rows {
+        match out.iter_mut().find(|(name, _)| *name == t) {
+            Some((_, ps)) => ps.push((p, v)),
+            None => out.push((t, vec![(p, v)])),
+        }
+    }
+    out
+}
+
+fn fetched(v: &Option<OffsetValue>) -> (i64, i32, String) {
+    match v {
+        Some(v) => (v.offset, v.leader_epoch, v.metadata.clone()),
+        None => (-1, -1, String::new()),
+    }
+}
+
+pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetchRequest) -> OffsetFetchResponse {
+    let v = ctx.api_version;
+    if v >= 8 {
+        let groups = r
+            .groups
+            .iter()
+            .map(|g| {
+                let asked = g.topics.as_ref().map(|ts| {
+                    ts.iter()
+                        .flat_map(|t| t.partition_indexes.iter().map(|p| (t.name.0.to_string(), *p)))
+                        .collect()
+                });
+                let result: Fetched = apis.groups.fetch_offsets(&g.group_id.0, asked);
+                let group = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
+                match result {
+                    Err(code) => group.with_error_code(code),
+                    Ok(rows) => group.with_topics(
+                        by_topic(rows)
+                            .into_iter()
+                            .map(|(t, ps)| {
+                                OffsetFetchResponseTopics::default()
+                                    .with_name(TopicName(str_bytes(&t)))
+                                    .with_partitions(
+                                        ps.iter()
+                                            .map(|(p, v)| {
+                                                let (offset, epoch, meta) = fetched(v);
+                                                OffsetFetchResponsePartitions::default()
+                                                    .with_partition_index(*p)
+                                                    .with_committed_offset(offset)
+                                                    .with_committed_leader_epoch(epoch)
+                                                    .with_metadata(Some(str_bytes(&meta)))
+                                            })
+                                            .collect(),
+                                    )
+                            })
+                            .collect(),
+                    ),
+                }
+            })
+            .collect();
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let asked: Option<Vec<(String, i32)>> = r.topics.as_ref().map(|ts| {
+        ts.iter()
+            .flat_map(|t| t.partition_indexes.iter().map(|p| (t.name.0.to_string(), *p)))
+            .collect()
+    });
+    let result = apis.groups.fetch_offsets(&r.group_id.0, asked.clone());
+    let (rows, group_error) = match result {
+        Ok(rows) => (rows, 0),
+        // Before v2 there is no group-level error: every asked partition carries it.
+        Err(code) => (
+            asked
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(t, p)| (t, p, None))
+                .collect(),
+            code,
+        ),
+    };
+    let partition_error = if v < 2 { group_error } else { 0 };
+    let topics = by_topic(rows)
+        .into_iter()
+        .map(|(t, ps)| {
+            OffsetFetchResponseTopic::default()
+                .with_name(TopicName(str_bytes(&t)))
+                .with_partitions(
+                    ps.iter()
+                        .map(|(p, v)| {
+                            let (offset, epoch, meta) = fetched(v);
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(*p)
+                                .with_committed_offset(offset)
+                                .with_committed_leader_epoch(epoch)
+                                .with_metadata(Some(str_bytes(&meta)))
+                                .with_error_code(partition_error)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    let mut resp = OffsetFetchResponse::default().with_topics(topics);
+    if v >= 2 {
+        resp.error_code = group_error;
+    }
+    resp
+}
+
+pub(super) async fn offset_delete(apis: &KafkaApis, r: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let asked: Vec<(String, i32)> = r
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (t.name.0.to_string(), p.partition_index)))
+        .collect();
+    let GroupId(group) = &r.group_id;
+    match apis.groups.delete_offsets(group, asked).await {
+        Err(code) => OffsetDeleteResponse::default().with_error_code(code),
+        Ok(codes) => {
+            let mut codes = codes.into_iter();
+            let topics = r
+                .topics
+                .iter()
+                .map(|t| {
+                    OffsetDeleteResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partitions
+                                .iter()
+                                .map(|p| {
+                                    OffsetDeleteResponsePartition::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_error_code(codes.next().unwrap_or_default())
+                                })
+                                .collect(),
+                        )
+                })
+                .collect();
+            OffsetDeleteResponse::default().with_topics(topics)
+        }
+    }
+}
