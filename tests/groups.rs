@@ -294,3 +294,81 @@ async fn the_group_survives_kill_9_of_its_coordinator_with_no_gap() {
     assert_eq!(lag, 0, "{offsets}");
     zk.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_member_restarted_within_its_session_gets_its_partitions_back_without_a_rebalance() {
+    let (_brokers, zk, bootstrap) = cluster("grp-static").await;
+    let a = Member::start_with("confluent", &bootstrap, "orders", "static", 10_000, "s1", "");
+    wait_for_split(&[&a], "the first static member owns everything").await;
+    let b = Member::start_with("confluent", &bootstrap, "orders", "static", 10_000, "s2", "");
+    wait_for_split(&[&a, &b], "both static members assigned").await;
+    let (a_changes, b_partitions) = (a.assignments(), b.assignment().expect("b's assignment"));
+    // kill -9: no LeaveGroup; the same instance comes back well inside its session.
+    b.signal("KILL");
+    drop(b);
+    let b2 = Member::start_with("confluent", &bootstrap, "orders", "static", 10_000, "s2", "");
+    wait_until_else(
+        Duration::from_secs(30),
+        "the restarted instance has its old partitions",
+        || async { b2.assignment().as_ref() == Some(&b_partitions) },
+        || format!("{:?}\n{:?}", b2.output(), a.output()),
+    )
+    .await;
+    assert_eq!(
+        a.assignments(),
+        a_changes,
+        "the other member saw no rebalance: {:?}",
+        a.output()
+    );
+    let described = admin(&bootstrap, &["groups", "describe", "-g", "static"]);
+    assert!(described.contains("s1") && described.contains("s2"), "{described}");
+    produce(&bootstrap, "orders", 0, 120, 6);
+    wait_for_count(&[&a, &b2], 120, "both consume").await;
+    a.stop().await;
+    b2.stop().await;
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cooperative_sticky_members_rebalance_incrementally_and_consume_everything_once() {
+    let (_brokers, zk, bootstrap) = cluster("grp-coop").await;
+    produce(&bootstrap, "orders", 0, 300, 6);
+    let a = Member::start_with(
+        "confluent",
+        &bootstrap,
+        "orders",
+        "coop",
+        6_000,
+        "",
+        "cooperative-sticky",
+    );
+    wait_for_split(&[&a], "the first member owns everything").await;
+    let b = Member::start_with(
+        "confluent",
+        &bootstrap,
+        "orders",
+        "coop",
+        6_000,
+        "",
+        "cooperative-sticky",
+    );
+    wait_for_split(&[&a, &b], "partitions moved to the new member").await;
+    produce(&bootstrap, "orders", 300, 300, 6);
+    wait_until_else(
+        Duration::from_secs(60),
+        "all 600 consumed",
+        || async {
+            let mut all = values(&a.records());
+            all.extend(values(&b.records()));
+            all.into_iter().collect::<BTreeSet<_>>().len() == 600
+        },
+        || format!("{:?}\n{:?}", a.output(), b.output()),
+    )
+    .await;
+    let mut got = values(&b.stop().await);
+    wait_for_split(&[&a], "the remaining member took the partitions back").await;
+    got.extend(values(&a.stop().await));
+    got.sort_unstable();
+    assert_eq!(got, (0..600).collect::<Vec<_>>(), "each record once");
+    zk.close().await;
+}

@@ -11,24 +11,30 @@ use std::time::Duration;
 /// The member script: `kind bootstrap topic group stop_file session_ms`.
 pub const MEMBER: &str = r#"
 import os, sys
-kind, bootstrap, topic, group, stop_file, session = sys.argv[1:7]
+kind, bootstrap, topic, group, stop_file, session, instance, strategy = sys.argv[1:9]
 session = int(session)
+instance = instance or None
 def out(*a):
     print(*a, flush=True)
+last = None
+def report(c):
+    # The full current assignment, whenever it changes (eager and cooperative alike).
+    global last
+    now = sorted(tp.partition for tp in c.assignment())
+    if now != last:
+        last = now
+        out("ASSIGNED", ",".join(str(p) for p in now))
 if kind == "kafka-python":
-    from kafka import KafkaConsumer, ConsumerRebalanceListener
+    from kafka import KafkaConsumer
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
                       auto_offset_reset="earliest", session_timeout_ms=session,
                       heartbeat_interval_ms=max(session // 10, 200), max_poll_records=50,
-                      client_id="kp-member", retry_backoff_ms=100, reconnect_backoff_max_ms=1000)
-    class Listener(ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked):
-            pass
-        def on_partitions_assigned(self, assigned):
-            out("ASSIGNED", ",".join(sorted(str(tp.partition) for tp in assigned)))
-    c.subscribe([topic], listener=Listener())
+                      client_id="kp-member", retry_backoff_ms=100, reconnect_backoff_max_ms=1000,
+                      group_instance_id=instance)
+    c.subscribe([topic])
     while not os.path.exists(stop_file):
         batch = c.poll(timeout_ms=200)
+        report(c)
         n = 0
         for tp, records in batch.items():
             for r in records:
@@ -39,15 +45,19 @@ if kind == "kafka-python":
     c.close()
 else:
     from confluent_kafka import Consumer
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "session.timeout.ms": session,
-                  "heartbeat.interval.ms": max(session // 10, 200), "client.id": "ck-member",
-                  "topic.metadata.refresh.interval.ms": 1000, "retry.backoff.ms": 100})
-    def on_assign(consumer, parts):
-        out("ASSIGNED", ",".join(sorted(str(p.partition) for p in parts)))
-    c.subscribe([topic], on_assign=on_assign)
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "session.timeout.ms": session,
+            "heartbeat.interval.ms": max(session // 10, 200), "client.id": "ck-member",
+            "topic.metadata.refresh.interval.ms": 1000, "retry.backoff.ms": 100}
+    if instance:
+        conf["group.instance.id"] = instance
+    if strategy:
+        conf["partition.assignment.strategy"] = strategy
+    c = Consumer(conf)
+    c.subscribe([topic])
     while not os.path.exists(stop_file):
         m = c.poll(0.2)
+        report(c)
         if m is None or m.error():
             continue
         out("RECORD", m.partition(), m.offset(), m.value().decode())
@@ -106,12 +116,27 @@ pub struct Member {
 
 impl Member {
     pub fn start(kind: &str, bootstrap: &str, topic: &str, group: &str, session_ms: u32) -> Member {
+        Member::start_with(kind, bootstrap, topic, group, session_ms, "", "")
+    }
+
+    /// A member with a `group.instance.id` (static, KIP-345) and/or an assignment strategy
+    /// (confluent-kafka's `partition.assignment.strategy`); empty strings leave them unset.
+    pub fn start_with(
+        kind: &str,
+        bootstrap: &str,
+        topic: &str,
+        group: &str,
+        session_ms: u32,
+        instance: &str,
+        strategy: &str,
+    ) -> Member {
         let dir = tempfile::tempdir().expect("tempdir");
         let stop_file = dir.path().join("stop");
         let mut child = Command::new(super::python())
             .args(["-u", "-c", MEMBER, kind, bootstrap, topic, group])
             .arg(&stop_file)
             .arg(session_ms.to_string())
+            .args([instance, strategy])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -139,6 +164,11 @@ impl Member {
 
     pub fn output(&self) -> Vec<String> {
         self.lines.lock().expect("lines").clone()
+    }
+
+    /// How many times its assignment changed.
+    pub fn assignments(&self) -> usize {
+        self.output().iter().filter(|l| l.starts_with("ASSIGNED")).count()
     }
 
     /// The partitions of the member's latest assignment, if it has one.
