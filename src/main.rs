@@ -86,6 +86,36 @@ enum PerfCommand {
     Produce(PerfProduceArgs),
     /// Fetch load from one partition, like kafka-consumer-perf-test.
     Consume(PerfConsumeArgs),
+    /// Group coordinator: loading groups from __consumer_offsets (offline), or rebalances and
+    /// offset commits against a running cluster (with --bootstrap).
+    Groups(PerfGroupsArgs),
+}
+
+#[derive(Debug, Args)]
+struct PerfGroupsArgs {
+    /// A broker of a running cluster: run the live benchmark (rebalances, commits).
+    #[arg(long, value_name = "HOST:PORT")]
+    bootstrap: Option<String>,
+    /// Offline load benchmark: directory to write the offsets log in (a temp dir under it).
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    #[arg(long, default_value_t = 1000)]
+    groups: usize,
+    #[arg(long, default_value_t = 100_000)]
+    offsets: usize,
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Live: group name, members, topic to commit offsets of, commits and partitions per commit.
+    #[arg(long, default_value = "perf-groups")]
+    group: String,
+    #[arg(long, default_value_t = 10)]
+    members: usize,
+    #[arg(long, default_value = "perf-groups")]
+    topic: String,
+    #[arg(long, default_value_t = 2000)]
+    commits: usize,
+    #[arg(long, default_value_t = 100)]
+    partitions_per_commit: i32,
 }
 
 /// The partition a perf tool works on.
@@ -185,6 +215,7 @@ fn main() -> ExitCode {
             Command::Perf(PerfCommand::Log { dir, bytes, partitions }) => report(perf_log(&dir, bytes, partitions)),
             Command::Perf(PerfCommand::Produce(args)) => report(perf_produce(args).await),
             Command::Perf(PerfCommand::Consume(args)) => report(perf_consume(args).await),
+            Command::Perf(PerfCommand::Groups(args)) => report(perf_groups(args).await),
         }
     })
 }
@@ -316,6 +347,30 @@ fn dump_log(files: &[PathBuf], print_data_log: bool) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+async fn perf_groups(a: PerfGroupsArgs) -> anyhow::Result<()> {
+    use kastle::admin::perf_groups;
+    let out = match a.bootstrap {
+        Some(bootstrap) => perf_groups::live(&perf_groups::LiveOptions {
+            bootstrap,
+            group: a.group,
+            topic: a.topic,
+            members: a.members,
+            commits: a.commits,
+            partitions_per_commit: a.partitions_per_commit,
+        })
+        .await
+        .context("perf groups")?,
+        None => {
+            let work = a.dir.join(format!("kastle-perf-groups-{}", std::process::id()));
+            let result = perf_groups::load(&work, a.groups, a.offsets, a.rounds);
+            let _ = std::fs::remove_dir_all(&work);
+            result.context("perf groups load")?
+        }
+    };
+    print!("{out}");
+    Ok(())
 }
 
 fn perf_log(dir: &std::path::Path, bytes: u64, partitions: usize) -> anyhow::Result<()> {

@@ -86,6 +86,9 @@ struct Inner {
     leader_epoch_start_offset: i64,
     /// The ISR change being written, if any (one at a time, as Kafka).
     pending_isr: Option<IsrProposal>,
+    /// The leader epoch this broker became leader in, kept while it stays leader through later
+    /// epochs (a controller's ISR change bumps the epoch too); -1 when not leader.
+    leader_since_epoch: i32,
 }
 
 impl Inner {
@@ -129,6 +132,7 @@ impl Partition {
                 followers: HashMap::new(),
                 leader_epoch_start_offset: 0,
                 pending_isr: None,
+                leader_since_epoch: -1,
             }),
         }
     }
@@ -153,6 +157,13 @@ impl Partition {
         self.inner().high_watermark
     }
 
+    /// The epoch this broker's current, uninterrupted leadership began in (-1: not leader).
+    /// What the group coordinator keys its loaded state by: a new leadership reloads, an epoch
+    /// bump under the same leader does not.
+    pub fn leader_since_epoch(&self) -> i32 {
+        self.inner().leader_since_epoch
+    }
+
     pub fn log(&self) -> SharedLog {
         self.inner().log.clone()
     }
@@ -167,6 +178,11 @@ impl Partition {
     pub fn apply(&self, state: PartitionState, min_isr: i32, now_ms: i64) -> Result<(), LogError> {
         let mut inner = self.inner();
         let becomes_leader = state.leader == self.local;
+        inner.leader_since_epoch = match (becomes_leader, inner.leader_since_epoch) {
+            (false, _) => -1,
+            (true, since) if since >= 0 => since,
+            (true, _) => state.leader_epoch,
+        };
         inner.state = state;
         inner.followers.clear();
         inner.pending_isr = None;

@@ -250,3 +250,18 @@ fn an_out_of_range_follower_truncates_to_the_leader_end_or_restarts_at_its_start
         "a stale epoch changes nothing"
     );
 }
+
+#[test]
+fn leadership_keeps_its_starting_epoch_through_epoch_bumps_and_restarts_after_a_gap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = manager(dir.path(), true);
+    let p = partition(&m, 1, state(1, 3, &[1, 2]));
+    assert_eq!(p.leader_since_epoch(), 3);
+    // The controller shrinks the ISR: a new epoch, the same leader.
+    p.apply(state(1, 4, &[1]), 1, 0).expect("apply");
+    assert_eq!(p.leader_since_epoch(), 3);
+    p.apply(state(2, 5, &[2]), 1, 0).expect("apply");
+    assert_eq!(p.leader_since_epoch(), -1);
+    p.apply(state(1, 6, &[1, 2]), 1, 0).expect("apply");
+    assert_eq!(p.leader_since_epoch(), 6);
+}

@@ -3,7 +3,8 @@
 //! completes, the timers of every group, and the writes to the topic.
 //!
 //! Ownership follows partition leadership: the ReplicaManager signals each leadership change; a
-//! partition this broker now leads (at a new leader epoch) is loaded from its log on the blocking
+//! partition this broker now leads (a leadership that began at a new epoch; an epoch bump
+//! while it stays leader, such as a controller's ISR shrink, keeps what is loaded) is loaded from its log on the blocking
 //! pool (COORDINATOR_LOAD_IN_PROGRESS meanwhile), and one it no longer leads is dropped, its
 //! parked requests answered NOT_COORDINATOR. Writes go through the partition as leader with
 //! acks=all semantics and wait (woken, not polled) for the high watermark, up to
@@ -291,7 +292,7 @@ impl GroupCoordinator {
             .all_partitions()
             .into_iter()
             .filter(|p| p.tp.topic == OFFSETS_TOPIC && p.is_leader())
-            .map(|p| (p.tp.partition, p.leader_epoch()))
+            .map(|p| (p.tp.partition, p.leader_since_epoch()))
             .collect();
         let mut inner = self.lock();
         let dropped: Vec<i32> = inner

@@ -354,6 +354,7 @@ impl Group {
             self.rebalance_deadline = Some(now + timeout);
         }
         self.sync_deadline = None;
+        tracing::info!(group = %self.id, generation = self.generation, members = self.members.len(), "preparing to rebalance");
         self.transition(GroupState::PreparingRebalance, now);
     }
 
@@ -428,6 +429,13 @@ impl Group {
             self.leader = self.members.keys().next().cloned();
         }
         self.transition(GroupState::CompletingRebalance, now);
+        tracing::info!(
+            group = %self.id,
+            generation = self.generation,
+            members = self.members.len(),
+            protocol = ?self.protocol,
+            "stabilized group: new generation, waiting for the leader's assignment"
+        );
         let protocol = self.protocol.clone().unwrap_or_default();
         let everyone: Vec<(String, Option<String>, Vec<u8>)> = self
             .members

@@ -24,17 +24,25 @@ pub(super) async fn offset_commit(
     r: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
     let v = ctx.api_version;
+    // Like Kafka, partitions the cluster does not have are answered UNKNOWN_TOPIC_OR_PARTITION
+    // and not committed.
+    let cache = &apis.metadata_cache;
+    let exists = |topic: &str, p: i32| cache.topic(topic).is_some_and(|t| t.partitions.contains_key(&p));
     let entries: Vec<CommitEntry> = r
         .topics
         .iter()
         .flat_map(|t| {
-            t.partitions.iter().map(|p| CommitEntry {
-                topic: t.name.0.to_string(),
-                partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: if v >= 6 { p.committed_leader_epoch } else { -1 },
-                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-            })
+            let exists = &exists;
+            t.partitions
+                .iter()
+                .filter(move |p| exists(&t.name.0, p.partition_index))
+                .map(|p| CommitEntry {
+                    topic: t.name.0.to_string(),
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: if v >= 6 { p.committed_leader_epoch } else { -1 },
+                    metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                })
         })
         .collect();
     let retention = (2..=4)
@@ -61,6 +69,13 @@ pub(super) async fn offset_commit(
         Ok(codes) => codes.into_iter(),
         Err(code) => vec![code; r.topics.iter().map(|t| t.partitions.len()).sum()].into_iter(),
     };
+    let mut code_for = |topic: &str, p: i32| {
+        if exists(topic, p) {
+            codes.next().unwrap_or_default()
+        } else {
+            crate::protocol::error_codes::UNKNOWN_TOPIC_OR_PARTITION
+        }
+    };
     let topics = r
         .topics
         .iter()
@@ -73,7 +88,7 @@ pub(super) async fn offset_commit(
                         .map(|p| {
                             OffsetCommitResponsePartition::default()
                                 .with_partition_index(p.partition_index)
-                                .with_error_code(codes.next().unwrap_or_default())
+                                .with_error_code(code_for(&t.name.0, p.partition_index))
                         })
                         .collect(),
                 )
