@@ -180,10 +180,11 @@ impl LogConfig {
                 "flush.messages" => int().map(|v| c.flush_interval_messages = v),
                 "flush.ms" => int().map(|v| c.flush_interval_ms = v),
                 "message.timestamp.type" => match value.as_str() {
-                    "LogAppendTime" => Some(c.timestamp_type = TimestampType::LogAppendTime),
-                    "CreateTime" => Some(c.timestamp_type = TimestampType::CreateTime),
+                    "LogAppendTime" => Some(TimestampType::LogAppendTime),
+                    "CreateTime" => Some(TimestampType::CreateTime),
                     _ => None,
-                },
+                }
+                .map(|t| c.timestamp_type = t),
                 "cleanup.policy" => {
                     let (compact, delete) = parse_policy(value.split(','));
                     (compact || delete).then(|| {

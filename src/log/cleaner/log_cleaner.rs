@@ -407,9 +407,8 @@ impl LogCleaner {
         let max_secs = state.last_clean_secs.values().copied().fold(0.0, f64::max);
         drop(state);
         metrics::gauge!("kafka_log_logcleaner_max_clean_time_secs").set(max_secs);
-        if stats.bytes_read > 0 {
-            metrics::gauge!("kafka_log_logcleaner_cleaner_recopy_percent")
-                .set((100 * stats.bytes_written / stats.bytes_read) as f64);
+        if let Some(percent) = (100 * stats.bytes_written).checked_div(stats.bytes_read) {
+            metrics::gauge!("kafka_log_logcleaner_cleaner_recopy_percent").set(percent as f64);
         }
         let budget = (self.config.dedupe_buffer_size / self.config.threads.max(1)).max(1);
         metrics::gauge!("kafka_log_logcleaner_max_buffer_utilization_percent")

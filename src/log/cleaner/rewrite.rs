@@ -232,7 +232,10 @@ mod tests {
         BatchHeader::parse(batch).expect("header")
     }
 
-    fn records(batch: &[u8]) -> Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>, i64)> {
+    /// (offset, key, value, absolute timestamp).
+    type Stored = (i64, Option<Vec<u8>>, Option<Vec<u8>>, i64);
+
+    fn records(batch: &[u8]) -> Vec<Stored> {
         let h = header(batch);
         let base_ts = h.base_timestamp;
         RecordIter::new(&batch[RECORDS_OFFSET..], h.record_count)

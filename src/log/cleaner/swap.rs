@@ -167,12 +167,11 @@ mod tests {
                 "00000000000000000005.log"
             ]
         );
-        assert_eq!(
+        assert!(
             std::fs::metadata(dir.path().join(segment::file_name(0, ".log")))
                 .expect("log")
                 .len()
-                > 0,
-            true
+                > 0
         );
     }
 
