@@ -144,10 +144,16 @@ async fn bootstrap(zk: &ZkSession, ids: &[i32]) -> String {
 async fn compacted_topics_keep_the_latest_value_per_key_on_every_replica_and_consumers_see_the_same_state() {
     common::init_logging();
     let chroot = unique_chroot("log_cleaner");
+    let metrics = format!("127.0.0.1:{}", common::zookeeper::free_port());
     let spec = |id: i32| {
-        BrokerSpec::new(id, &zookeeper().connect(&chroot))
+        let s = BrokerSpec::new(id, &zookeeper().connect(&chroot))
             .session_timeout_ms(3_000)
-            .with("log.cleaner.backoff.ms", "100")
+            .with("log.cleaner.backoff.ms", "100");
+        if id == 1 {
+            s.with("metrics.listener", &metrics)
+        } else {
+            s
+        }
     };
     let mut brokers: Vec<BrokerProcess> = (1..=3).map(|id| BrokerProcess::start(&spec(id))).collect();
     let zk = zookeeper().session(&chroot).await;
@@ -194,6 +200,21 @@ async fn compacted_topics_keep_the_latest_value_per_key_on_every_replica_and_con
         }
     })
     .await;
+
+    // The cleaner reports itself with Kafka's JMX-exporter names.
+    common::wait_for_metrics(
+        &metrics,
+        &[
+            "kafka_log_logcleaner_max_clean_time_secs ",
+            "kafka_log_logcleanermanager_max_dirty_percent ",
+            "kafka_log_logcleaner_cleaner_recopy_percent ",
+            "kastle_log_cleaner_cleanings_total ",
+        ],
+    )
+    .await;
+    let body = common::cluster::scrape(&metrics).unwrap_or_default();
+    let removed = common::cluster::sample(&body, "kastle_log_cleaner_records_removed_total").unwrap_or(0.0);
+    assert!(removed > 1000.0, "records removed on broker 1: {removed}");
 
     // The final state, as a consumer sees it, is what the producer wrote last per key.
     let mut expected = BTreeMap::new();

@@ -100,6 +100,9 @@ pub struct Log {
     /// Data was cut (truncation, recovery) since the last flush: the next flush must sync the
     /// last segment even though no message is unflushed (its shorter length is not durable yet).
     unflushed_truncation: bool,
+    /// The lowest offset the log was truncated to since the cleaner last looked: its checkpoint
+    /// must not stay above it (Kafka's `maybeTruncateCheckpoint`).
+    truncated_to: Option<i64>,
 }
 
 /// Opening arguments shared by every log of a LogManager.
@@ -226,6 +229,7 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now_ms,
             unflushed_truncation: report.truncated_bytes > 0 || report.dropped_segments > 0,
+            truncated_to: None,
         };
         if log.segments.is_empty() {
             let start = log_start_offset.unwrap_or(0).max(0);
@@ -605,7 +609,17 @@ impl Log {
         self.io(cut)?;
         self.recovery_point = self.recovery_point.min(leo);
         self.unflushed_truncation = true;
+        self.note_truncation(offset);
         Ok(true)
+    }
+
+    fn note_truncation(&mut self, offset: i64) {
+        self.truncated_to = Some(self.truncated_to.map_or(offset, |t| t.min(offset)));
+    }
+
+    /// The lowest truncation point since the last call (for the cleaner's checkpoint).
+    pub(super) fn take_truncation_point(&mut self) -> Option<i64> {
+        self.truncated_to.take()
     }
 
     /// Deletes every segment and starts empty at `offset` (a follower far behind the leader's
@@ -625,6 +639,7 @@ impl Log {
         self.log_start_offset = offset;
         self.recovery_point = offset;
         self.unflushed_truncation = true;
+        self.note_truncation(offset);
         Ok(())
     }
 

@@ -246,20 +246,29 @@ impl LogCleaner {
     fn grab_filthiest(&self, now_ms: i64) -> Option<(TopicPartition, SharedLog, LogView)> {
         let mut views = Vec::new();
         for (tp, log) in self.manager.all_logs() {
-            let snapshot = {
-                let guard = lock(&log);
+            let (snapshot, truncated_to) = {
+                let mut guard = lock(&log);
+                let truncated_to = guard.take_truncation_point();
                 if !guard.config().compact || self.manager.failures().is_offline(guard.root()) {
                     continue;
                 }
-                LogView::of(&guard)
+                (LogView::of(&guard), truncated_to)
             };
-            views.push((tp, log, snapshot));
+            views.push((tp, log, snapshot, truncated_to));
         }
         let mut state = self.state();
+        // A follower's truncation below where cleaning reached: what follows it is new, dirty data.
+        for (tp, _, view, truncated_to) in &views {
+            if let Some(t) = truncated_to {
+                if let Some(c) = state.checkpoints.get_mut(&view.root).and_then(|m| m.get_mut(tp)) {
+                    *c = (*c).min(*t);
+                }
+            }
+        }
         let mut candidates = Vec::new();
         let mut max_dirty: f64 = 0.0;
         let mut picked = Vec::new();
-        for (tp, log, mut view) in views {
+        for (tp, log, mut view, _) in views {
             let checkpoint = state.checkpoints.get(&view.root).and_then(|m| m.get(&tp)).copied();
             // Kafka resets a checkpoint outside the log (truncation, new log) to the log start.
             view.first_dirty = checkpoint

@@ -222,3 +222,41 @@ fn compact_only_logs_skip_time_retention_and_compact_delete_logs_do_both() {
     assert!(segments("c") > 1, "compact only: retention.ms does not apply");
     assert_eq!(segments("cd"), 1, "compact,delete: old segments deleted by time");
 }
+
+#[test]
+fn an_io_error_while_cleaning_takes_the_log_dir_offline() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    fill(&m, "c", 300, 5);
+    // A directory where the cleaned file must go: creating it fails like a broken disk would.
+    let first = lock(&m.get_log(&tp("c")).expect("log")).segment_base_offsets()[0];
+    let blocker = dir
+        .path()
+        .join("c-0")
+        .join(crate::log::segment::file_name(first, super::swap::CLEANED_SUFFIX));
+    std::fs::create_dir(&blocker).expect("blocker");
+    assert!(cleaner(&m).clean_filthiest(0, 10_000).is_none());
+    assert!(m.failures().is_offline(dir.path()), "the dir went offline");
+}
+
+#[test]
+fn a_follower_truncation_below_the_checkpoint_pulls_it_back() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    fill(&m, "c", 300, 5);
+    let cleaner = cleaner(&m);
+    let stats = cleaner.clean_filthiest(0, 10_000).expect("cleaned");
+    assert!(stats.first_dirty > 10);
+    lock(&m.get_log(&tp("c")).expect("log"))
+        .truncate_to(5)
+        .expect("truncate");
+    // The next pass measures from offset 5 (nothing is cleanable there yet: one segment).
+    let _ = cleaner.clean_filthiest(0, 10_000);
+    assert!(
+        cleaner.checkpoint(&tp("c")).is_none_or(|c| c <= 5),
+        "{:?}",
+        cleaner.checkpoint(&tp("c"))
+    );
+}
