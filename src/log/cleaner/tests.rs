@@ -260,3 +260,51 @@ fn a_follower_truncation_below_the_checkpoint_pulls_it_back() {
         cleaner.checkpoint(&tp("c"))
     );
 }
+
+#[test]
+fn a_new_follower_copies_a_compacted_log_with_its_offset_gaps() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "c", "3600000");
+    {
+        // Ten records per batch over three keys: cleaning leaves batches with gaps inside.
+        let log = m.get_or_create_log(&tp("c"), 0).expect("log");
+        let mut log = lock(&log);
+        for i in 0..60 {
+            let values: Vec<(String, String)> = (0..10)
+                .map(|j| (format!("k{}", (i + j) % 3), format!("v{i}-{j}")))
+                .collect();
+            let records: Vec<(Option<&[u8]>, Option<&[u8]>)> = values
+                .iter()
+                .map(|(k, v)| (Some(k.as_bytes()), Some(v.as_bytes())))
+                .collect();
+            let mut batch = build_batch(0, -1, &records, 1_000);
+            log.append_as_leader(&mut batch, 0, 0).expect("append");
+        }
+    }
+    let stats = cleaner(&m).clean_filthiest(0, 10_000).expect("cleaned");
+    assert!(stats.records_removed > 0);
+    let leader = contents(&m, "c");
+    let offsets: Vec<i64> = leader.iter().map(|r| r.0).collect();
+    // The surviving batch keeps its base offset and loses its first records: fewer records than
+    // its offset range, which produce-time validation would refuse.
+    assert!(offsets[0] > 0 && offsets.len() < 600, "{offsets:?} {stats:?}");
+    // The follower fetches from 0 as a replica would and appends what it gets, gaps and all.
+    compacted(&m, "f", "3600000");
+    let source = m.get_log(&tp("c")).expect("log");
+    let follower = m.get_or_create_log(&tp("f"), 0).expect("follower");
+    loop {
+        let leo = lock(&follower).log_end_offset();
+        let data = {
+            let s = lock(&source);
+            if leo >= s.log_end_offset() {
+                break;
+            }
+            s.read(leo, 1 << 20, i64::MAX, true).expect("fetch")
+        };
+        lock(&follower)
+            .append_as_follower(&data, 0)
+            .expect("a compacted batch is accepted");
+    }
+    assert_eq!(contents(&m, "f"), leader);
+}
