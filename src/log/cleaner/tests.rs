@@ -274,7 +274,7 @@ fn a_new_follower_copies_a_compacted_log_with_its_offset_gaps() {
             let values: Vec<(String, String)> = (0..10)
                 .map(|j| (format!("k{}", (i + j) % 3), format!("v{i}-{j}")))
                 .collect();
-            let records: Vec<(Option<&[u8]>, Option<&[u8]>)> = values
+            let records: Vec<crate::protocol::test_support::KeyValue<'_>> = values
                 .iter()
                 .map(|(k, v)| (Some(k.as_bytes()), Some(v.as_bytes())))
                 .collect();
