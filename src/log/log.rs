@@ -156,7 +156,8 @@ impl Log {
         })?;
         // An interrupted compaction: `.cleaned` files are dropped, `.swap` files replace the
         // segments they were cleaned from (Kafka's LogLoader order: before listing segments).
-        crate::log::cleaner::swap::recover_interrupted_swaps(dir).map_err(|e| fail("recover swap in", dir, e))?;
+        let swapped =
+            crate::log::cleaner::swap::recover_interrupted_swaps(dir).map_err(|e| fail("recover swap in", dir, e))?;
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| fail("list", dir, e))? {
             let entry = entry.map_err(|e| fail("list", dir, e))?;
@@ -186,7 +187,7 @@ impl Log {
                 continue;
             }
             let next_base = bases.get(i + 1).copied().unwrap_or(i64::MAX);
-            let recover = !clean_shutdown && next_base > recovery_point;
+            let recover = (!clean_shutdown && next_base > recovery_point) || swapped.contains(&base);
             let (seg, outcome) = LogSegment::open(
                 dir,
                 base,

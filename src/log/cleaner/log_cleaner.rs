@@ -150,6 +150,7 @@ impl LogCleaner {
     /// Starts `log.cleaner.threads` threads, each cleaning the filthiest log it can take and
     /// sleeping `log.cleaner.backoff.ms` when there is none.
     pub fn start(self: &Arc<Self>) {
+        metrics::gauge!("kafka_log_logcleanermanager_uncleanable_partitions_count").set(0.0);
         let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
         for id in 0..self.config.threads {
             let me = self.clone();

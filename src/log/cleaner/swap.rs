@@ -23,8 +23,9 @@ pub const CLEANED_SUFFIX: &str = ".log.cleaned";
 pub const SWAP_SUFFIX: &str = ".log.swap";
 
 /// Deletes `.cleaned` files and completes every `.swap` of `dir` (a partition dir), before the
-/// log lists its segments.
-pub fn recover_interrupted_swaps(dir: &Path) -> io::Result<()> {
+/// log lists its segments. Returns the base offsets of the swapped-in segments: they have no
+/// index yet, and the log must rebuild it.
+pub fn recover_interrupted_swaps(dir: &Path) -> io::Result<Vec<i64>> {
     let mut swaps = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -40,7 +41,7 @@ pub fn recover_interrupted_swaps(dir: &Path) -> io::Result<()> {
         }
     }
     swaps.sort_unstable();
-    for base in swaps {
+    for &base in &swaps {
         let swap = dir.join(segment::file_name(base, SWAP_SUFFIX));
         let data = std::fs::read(&swap)?;
         // The swap replaced the segments its records came from: at least the one at its base.
@@ -63,7 +64,7 @@ pub fn recover_interrupted_swaps(dir: &Path) -> io::Result<()> {
         std::fs::rename(&swap, dir.join(segment::file_name(base, ".log")))?;
         tracing::info!(file = %swap.display(), "completed an interrupted compaction swap");
     }
-    Ok(())
+    Ok(swaps)
 }
 
 fn remove_segment_files(dir: &Path, base: i64) -> io::Result<()> {

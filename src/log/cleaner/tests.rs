@@ -308,3 +308,41 @@ fn a_new_follower_copies_a_compacted_log_with_its_offset_gaps() {
     }
     assert_eq!(contents(&m, "f"), leader);
 }
+
+#[test]
+fn a_restart_after_a_crash_mid_swap_completes_it_and_drops_cleaned_leftovers() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    fill(&m, "c", 300, 5);
+    let bases = lock(&m.get_log(&tp("c")).expect("log")).segment_base_offsets();
+    let before = contents(&m, "c");
+    drop(m);
+    // The crash: segments 0 and 1 were cleaned into a swap file holding only segment 1's last
+    // batch, and a second group's `.cleaned` file was still being written.
+    let part = dir.path().join("c-0");
+    let name = |base: i64, suffix: &str| part.join(crate::log::segment::file_name(base, suffix));
+    let second = std::fs::read(name(bases[1], ".log")).expect("segment 1");
+    let (pos, last) = BatchScanner::new(&second)
+        .map_while(Result::ok)
+        .last()
+        .expect("a batch");
+    std::fs::write(
+        name(bases[0], super::swap::SWAP_SUFFIX),
+        &second[pos..pos + last.size_in_bytes()],
+    )
+    .expect("swap");
+    std::fs::write(name(bases[2], super::swap::CLEANED_SUFFIX), b"partial").expect("cleaned");
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    let after = contents(&m, "c");
+    let expected: Vec<_> = before
+        .iter()
+        .filter(|r| r.0 >= last.base_offset) // the swap's batch, then segment 2 on
+        .cloned()
+        .collect();
+    assert_eq!(after, expected);
+    assert!(!name(bases[0], super::swap::SWAP_SUFFIX).exists());
+    assert!(!name(bases[2], super::swap::CLEANED_SUFFIX).exists());
+    assert!(!name(bases[1], ".log").exists(), "the swapped-out segment is gone");
+}
