@@ -117,10 +117,20 @@ impl LogManager {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(topic.to_string(), overrides);
-        for (tp, log) in self.all_logs() {
-            if tp.topic == topic {
-                lock(&log).set_config(config.clone());
-            }
+        let first = TopicPartition {
+            topic: topic.to_string(),
+            partition: i32::MIN,
+        };
+        let logs: Vec<SharedLog> = self
+            .logs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .range(first..)
+            .take_while(|(tp, _)| tp.topic == topic)
+            .map(|(_, l)| l.clone())
+            .collect();
+        for log in logs {
+            lock(&log).set_config(config.clone());
         }
     }
 

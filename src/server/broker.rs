@@ -351,9 +351,18 @@ async fn load_logs(config: &KafkaConfig, dirs: &[PathBuf]) -> Arc<LogManager> {
 /// reads them before loading; kastle applies them right after, before serving requests).
 async fn load_topic_configs(zk: &KafkaZkClient<ZkSession>, manager: &LogManager) -> Result<(), BrokerError> {
     let topics: std::collections::BTreeSet<String> = manager.all_logs().into_iter().map(|(tp, _)| tp.topic).collect();
+    // Concurrently: the ZooKeeper client pipelines the reads, one round trip for all topics.
+    let mut reads = tokio::task::JoinSet::new();
     for topic in topics {
-        let overrides = zk.topic_config(&topic).await?;
-        manager.update_topic_config(&topic, overrides);
+        let zk = zk.clone();
+        reads.spawn(async move {
+            let overrides = zk.topic_config(&topic).await;
+            (topic, overrides)
+        });
+    }
+    while let Some(read) = reads.join_next().await {
+        let Ok((topic, overrides)) = read else { continue };
+        manager.update_topic_config(&topic, overrides?);
     }
     Ok(())
 }
