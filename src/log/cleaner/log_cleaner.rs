@@ -180,7 +180,8 @@ impl LogCleaner {
         }
     }
 
-    /// Stops the threads (a cleaning in progress finishes its current log first) and waits.
+    /// Stops the threads (a cleaning in progress stops after its current segment group) and
+    /// waits for them.
     pub fn shutdown(&self) {
         self.state().stopped = true;
         self.wake.notify_all();
@@ -322,6 +323,9 @@ impl LogCleaner {
             if map.bytes() >= budget && mapped_end > view.first_dirty {
                 break;
             }
+            if self.state().stopped {
+                return Err(CleanError::Aborted);
+            }
             let path = view.dir.join(segment::file_name(seg.base_offset, ".log"));
             let read = for_each_batch(&path, seg.size_bytes, io_buffer, |h, b| map.add_batch(h, b))?;
             stats.bytes_read += read;
@@ -336,6 +340,10 @@ impl LogCleaner {
             .collect();
         let mut horizon: Option<i64> = None;
         for group in policy::group_segments(&to_clean, view.segment_bytes) {
+            // Shutdown does not wait for a whole log: what was swapped stays, the rest waits.
+            if self.state().stopped {
+                return Err(CleanError::Aborted);
+            }
             let group = &to_clean[group];
             let base = group[0].base_offset;
             let cleaned = view.dir.join(segment::file_name(base, swap::CLEANED_SUFFIX));
