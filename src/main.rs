@@ -82,6 +82,18 @@ enum PerfCommand {
         #[arg(long, default_value_t = 1000)]
         partitions: usize,
     },
+    /// Log cleaner throughput vs the disk's write+fsync rate (prints a Markdown table).
+    Cleaner {
+        /// Directory to work in (on the disk to measure); a temp dir under it is removed after.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// Bytes of compacted log to build and clean.
+        #[arg(long, default_value_t = 256 << 20)]
+        bytes: u64,
+        /// Distinct keys the updates cycle over.
+        #[arg(long, default_value_t = 1000)]
+        keys: u64,
+    },
     /// Produce load to one partition, like kafka-producer-perf-test.
     Produce(PerfProduceArgs),
     /// Fetch load from one partition, like kafka-consumer-perf-test.
@@ -213,6 +225,7 @@ fn main() -> ExitCode {
             Command::Zk(ZkCommand::Check { zookeeper, timeout_ms }) => zk_check(&zookeeper, timeout_ms).await,
             Command::DumpLog { files, print_data_log } => dump_log(&files, print_data_log),
             Command::Perf(PerfCommand::Log { dir, bytes, partitions }) => report(perf_log(&dir, bytes, partitions)),
+            Command::Perf(PerfCommand::Cleaner { dir, bytes, keys }) => report(perf_cleaner(&dir, bytes, keys)),
             Command::Perf(PerfCommand::Produce(args)) => report(perf_produce(args).await),
             Command::Perf(PerfCommand::Consume(args)) => report(perf_consume(args).await),
             Command::Perf(PerfCommand::Groups(args)) => report(perf_groups(args).await),
@@ -378,6 +391,15 @@ fn perf_log(dir: &std::path::Path, bytes: u64, partitions: usize) -> anyhow::Res
     let result = kastle::admin::perf_log::run(&work, &kastle::admin::perf_log::PerfLogOptions { bytes, partitions });
     let _ = std::fs::remove_dir_all(&work);
     print!("{}", result.context("perf log")?);
+    Ok(())
+}
+
+fn perf_cleaner(dir: &std::path::Path, bytes: u64, keys: u64) -> anyhow::Result<()> {
+    use kastle::admin::perf_cleaner::{run, PerfCleanerOptions};
+    let work = tempfile_dir(dir)?;
+    let result = run(&work, &PerfCleanerOptions { bytes, keys });
+    let _ = std::fs::remove_dir_all(&work);
+    print!("{}", result.context("perf cleaner")?);
     Ok(())
 }
 

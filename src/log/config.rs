@@ -1,5 +1,8 @@
-//! Per-log settings (Kafka's topic-level `LogConfig`), derived from the broker's `log.*` keys.
-//! Topic overrides from `/config/topics/<t>` will layer on top when topic configs arrive.
+//! Per-log settings (Kafka's topic-level `LogConfig`): the broker's `log.*` keys give the
+//! defaults ([`LogConfig::from_broker`]), a topic's overrides from `/config/topics/<t>` layer on
+//! top ([`LogConfig::with_topic_overrides`], Kafka's topic-level key names).
+
+use std::collections::BTreeMap;
 
 use crate::config::KafkaConfig;
 
@@ -32,6 +35,18 @@ pub struct LogConfig {
     pub flush_interval_messages: i64,
     /// Flush data older than this (i64::MAX = leave it to the OS).
     pub flush_interval_ms: i64,
+    /// `cleanup.policy` contains `compact`: the log cleaner keeps the latest value per key.
+    pub compact: bool,
+    /// `cleanup.policy` contains `delete`: time/size retention applies.
+    pub delete: bool,
+    /// `min.cleanable.dirty.ratio`: clean once dirty bytes / total bytes reach this.
+    pub min_cleanable_ratio: f64,
+    /// `delete.retention.ms`: how long a tombstone survives after its segment was cleaned.
+    pub delete_retention_ms: i64,
+    /// `min.compaction.lag.ms`: records younger than this are not compacted.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a log with dirty data older than this is cleaned whatever its ratio.
+    pub max_compaction_lag_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -49,8 +64,27 @@ impl Default for LogConfig {
             timestamp_type: TimestampType::CreateTime,
             flush_interval_messages: i64::MAX,
             flush_interval_ms: i64::MAX,
+            compact: false,
+            delete: true,
+            min_cleanable_ratio: 0.5,
+            delete_retention_ms: 24 * 3600 * 1000,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
         }
     }
+}
+
+/// `(compact, delete)` from a `cleanup.policy` list such as `compact,delete`.
+fn parse_policy<'a>(items: impl IntoIterator<Item = &'a str>) -> (bool, bool) {
+    let (mut compact, mut delete) = (false, false);
+    for item in items {
+        match item.trim() {
+            "compact" => compact = true,
+            "delete" => delete = true,
+            _ => {}
+        }
+    }
+    (compact, delete)
 }
 
 impl LogConfig {
@@ -65,6 +99,10 @@ impl LogConfig {
     /// The broker-wide defaults, with Kafka's precedence among the ms/minutes/hours keys.
     pub fn from_broker(config: &KafkaConfig) -> LogConfig {
         let d = LogConfig::default();
+        let policy = config
+            .get_list("log.cleanup.policy")
+            .map(|l| parse_policy(l.iter().map(String::as_str)))
+            .unwrap_or((d.compact, d.delete));
         let hours = |k: &str| config.get_i64(k).map(|h| h * 3600 * 1000);
         let retention_ms = config
             .get_i64("log.retention.ms")
@@ -106,7 +144,71 @@ impl LogConfig {
                 .get_i64("log.flush.interval.messages")
                 .unwrap_or(d.flush_interval_messages),
             flush_interval_ms: config.get_i64("log.flush.interval.ms").unwrap_or(d.flush_interval_ms),
+            compact: policy.0,
+            delete: policy.1,
+            min_cleanable_ratio: config
+                .get_f64("log.cleaner.min.cleanable.ratio")
+                .unwrap_or(d.min_cleanable_ratio),
+            delete_retention_ms: config
+                .get_i64("log.cleaner.delete.retention.ms")
+                .unwrap_or(d.delete_retention_ms),
+            min_compaction_lag_ms: config
+                .get_i64("log.cleaner.min.compaction.lag.ms")
+                .unwrap_or(d.min_compaction_lag_ms),
+            max_compaction_lag_ms: config
+                .get_i64("log.cleaner.max.compaction.lag.ms")
+                .unwrap_or(d.max_compaction_lag_ms),
         }
+    }
+
+    /// This config with a topic's overrides (`/config/topics/<t>`, Kafka's topic-level names)
+    /// applied. A value that does not parse keeps the broker default, with a warning: CreateTopics
+    /// is where bad values should be refused, and a log must still open.
+    pub fn with_topic_overrides(&self, overrides: &BTreeMap<String, String>) -> LogConfig {
+        let mut c = self.clone();
+        for (key, value) in overrides {
+            let int = || value.trim().parse::<i64>().ok();
+            let ok = match key.as_str() {
+                "segment.bytes" => int().filter(|v| *v > 0).map(|v| c.segment_bytes = v as u64),
+                "segment.ms" => int().map(|v| c.segment_ms = v),
+                "segment.jitter.ms" => int().map(|v| c.segment_jitter_ms = v),
+                "segment.index.bytes" => int().filter(|v| *v > 0).map(|v| c.max_index_size = v as usize),
+                "index.interval.bytes" => int().filter(|v| *v >= 0).map(|v| c.index_interval_bytes = v as usize),
+                "retention.ms" => int().map(|v| c.retention_ms = if v < 0 { -1 } else { v }),
+                "retention.bytes" => int().map(|v| c.retention_bytes = v),
+                "max.message.bytes" => int().filter(|v| *v >= 0).map(|v| c.max_message_bytes = v as usize),
+                "flush.messages" => int().map(|v| c.flush_interval_messages = v),
+                "flush.ms" => int().map(|v| c.flush_interval_ms = v),
+                "message.timestamp.type" => match value.as_str() {
+                    "LogAppendTime" => Some(TimestampType::LogAppendTime),
+                    "CreateTime" => Some(TimestampType::CreateTime),
+                    _ => None,
+                }
+                .map(|t| c.timestamp_type = t),
+                "cleanup.policy" => {
+                    let (compact, delete) = parse_policy(value.split(','));
+                    (compact || delete).then(|| {
+                        c.compact = compact;
+                        c.delete = delete;
+                    })
+                }
+                "min.cleanable.dirty.ratio" => value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))
+                    .map(|r| c.min_cleanable_ratio = r),
+                "delete.retention.ms" => int().filter(|v| *v >= 0).map(|v| c.delete_retention_ms = v),
+                "min.compaction.lag.ms" => int().filter(|v| *v >= 0).map(|v| c.min_compaction_lag_ms = v),
+                "max.compaction.lag.ms" => int().filter(|v| *v > 0).map(|v| c.max_compaction_lag_ms = v),
+                // Keys kastle does not act on (e.g. compression.type) are kept in ZK only.
+                _ => Some(()),
+            };
+            if ok.is_none() {
+                tracing::warn!(key = %key, value = %value, "ignoring an invalid topic config value");
+            }
+        }
+        c
     }
 }
 
@@ -139,5 +241,30 @@ mod tests {
         let log = LogConfig::from_broker(&config);
         assert_eq!(log.retention_ms, -1);
         assert_eq!(log.timestamp_type, TimestampType::LogAppendTime);
+    }
+
+    #[test]
+    fn topic_overrides_layer_on_the_broker_defaults() {
+        let base = LogConfig::default();
+        let overrides: BTreeMap<String, String> = [
+            ("cleanup.policy", "compact"),
+            ("segment.bytes", "4096"),
+            ("min.cleanable.dirty.ratio", "0.01"),
+            ("delete.retention.ms", "100"),
+            ("retention.ms", "bogus"),
+            ("compression.type", "lz4"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let c = base.with_topic_overrides(&overrides);
+        assert!(c.compact && !c.delete);
+        assert_eq!(c.segment_bytes, 4096);
+        assert_eq!(c.min_cleanable_ratio, 0.01);
+        assert_eq!(c.delete_retention_ms, 100);
+        assert_eq!(c.retention_ms, base.retention_ms, "an invalid value keeps the default");
+        let both: BTreeMap<String, String> = [("cleanup.policy".to_string(), "compact, delete".to_string())].into();
+        let c = base.with_topic_overrides(&both);
+        assert!(c.compact && c.delete);
     }
 }

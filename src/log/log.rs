@@ -100,6 +100,9 @@ pub struct Log {
     /// Data was cut (truncation, recovery) since the last flush: the next flush must sync the
     /// last segment even though no message is unflushed (its shorter length is not durable yet).
     unflushed_truncation: bool,
+    /// The lowest offset the log was truncated to since the cleaner last looked: its checkpoint
+    /// must not stay above it (Kafka's `maybeTruncateCheckpoint`).
+    truncated_to: Option<i64>,
 }
 
 /// Opening arguments shared by every log of a LogManager.
@@ -151,14 +154,18 @@ impl Log {
                 std::io::Error::other(e.to_string()),
             )
         })?;
+        // An interrupted compaction: `.cleaned` files are dropped, `.swap` files replace the
+        // segments they were cleaned from (Kafka's LogLoader order: before listing segments).
+        let swapped =
+            crate::log::cleaner::swap::recover_interrupted_swaps(dir).map_err(|e| fail("recover swap in", dir, e))?;
         let mut bases = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| fail("list", dir, e))? {
             let entry = entry.map_err(|e| fail("list", dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             match segment::parse_base_offset(&name) {
                 Some((base, ".log")) => bases.push(base),
-                Some((_, ".deleted" | ".cleaned" | ".swap")) | Some((_, ".log.deleted")) => {
-                    // Leftovers of an interrupted delete or compaction: Kafka removes them too.
+                Some((_, suffix)) if suffix.ends_with(".deleted") => {
+                    // Leftovers of an interrupted delete: Kafka removes them too.
                     let _ = std::fs::remove_file(entry.path());
                 }
                 _ => {}
@@ -180,7 +187,7 @@ impl Log {
                 continue;
             }
             let next_base = bases.get(i + 1).copied().unwrap_or(i64::MAX);
-            let recover = !clean_shutdown && next_base > recovery_point;
+            let recover = (!clean_shutdown && next_base > recovery_point) || swapped.contains(&base);
             let (seg, outcome) = LogSegment::open(
                 dir,
                 base,
@@ -223,6 +230,7 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now_ms,
             unflushed_truncation: report.truncated_bytes > 0 || report.dropped_segments > 0,
+            truncated_to: None,
         };
         if log.segments.is_empty() {
             let start = log_start_offset.unwrap_or(0).max(0);
@@ -262,6 +270,30 @@ impl Log {
 
     pub fn config(&self) -> &LogConfig {
         &self.config
+    }
+
+    /// Applies a new config (a topic's overrides arrived or changed). Segments already
+    /// written keep their size; rolls, retention and cleaning follow the new values.
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+
+    /// The segments, for the log cleaner (which reads the inactive ones and swaps them).
+    pub(super) fn segments(&self) -> &BTreeMap<i64, LogSegment> {
+        &self.segments
+    }
+
+    pub(super) fn segments_mut(&mut self) -> &mut BTreeMap<i64, LogSegment> {
+        &mut self.segments
+    }
+
+    /// Reports an I/O failure of the cleaner's swap (takes the dir offline).
+    pub(super) fn storage_error(&self, e: SegmentIoError) -> LogError {
+        report_io_parts(&self.failures, &self.root, e)
+    }
+
+    pub(super) fn faults(&self) -> &Faults {
+        &self.faults
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -351,6 +383,10 @@ impl Log {
     ) -> Result<LogAppendInfo, LogError> {
         self.check_online()?;
         let headers = record_batch::validate_batches(records, self.config.max_message_bytes)?;
+        if self.config.compact {
+            // Kafka's LogValidator: a compacted topic cannot take a record without a key.
+            record_batch::validate::check_keys_present(records, &headers)?;
+        }
         let first_offset = self.log_end_offset();
         let log_append_time = if self.config.timestamp_type == TimestampType::LogAppendTime {
             now_ms
@@ -382,7 +418,7 @@ impl Log {
     /// Appends batches fetched from the leader, keeping their offsets and leader epochs.
     pub fn append_as_follower(&mut self, records: &[u8], now_ms: i64) -> Result<LogAppendInfo, LogError> {
         self.check_online()?;
-        let headers = record_batch::validate_batches(records, usize::MAX)?;
+        let headers = record_batch::validate::validate_replicated_batches(records)?;
         let Some(first) = headers.first() else {
             return Ok(LogAppendInfo {
                 first_offset: self.log_end_offset(),
@@ -574,7 +610,17 @@ impl Log {
         self.io(cut)?;
         self.recovery_point = self.recovery_point.min(leo);
         self.unflushed_truncation = true;
+        self.note_truncation(offset);
         Ok(true)
+    }
+
+    fn note_truncation(&mut self, offset: i64) {
+        self.truncated_to = Some(self.truncated_to.map_or(offset, |t| t.min(offset)));
+    }
+
+    /// The lowest truncation point since the last call (for the cleaner's checkpoint).
+    pub(super) fn take_truncation_point(&mut self) -> Option<i64> {
+        self.truncated_to.take()
     }
 
     /// Deletes every segment and starts empty at `offset` (a follower far behind the leader's
@@ -594,6 +640,7 @@ impl Log {
         self.log_start_offset = offset;
         self.recovery_point = offset;
         self.unflushed_truncation = true;
+        self.note_truncation(offset);
         Ok(())
     }
 
@@ -626,9 +673,18 @@ impl Log {
                 is_active: i + 1 == self.segments.len(),
             })
             .collect();
+        // `cleanup.policy=compact` alone: only the log-start-offset pass (see `retention`).
         let config = RetentionConfig {
-            retention_ms: self.config.retention_ms,
-            retention_bytes: self.config.retention_bytes,
+            retention_ms: if self.config.delete {
+                self.config.retention_ms
+            } else {
+                -1
+            },
+            retention_bytes: if self.config.delete {
+                self.config.retention_bytes
+            } else {
+                -1
+            },
         };
         let decision =
             retention::segments_to_delete(&summaries, self.log_start_offset, high_watermark, now_ms, &config);

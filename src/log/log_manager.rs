@@ -68,6 +68,9 @@ pub struct LogManager {
     config: LogConfig,
     ctx: LogContext,
     logs: RwLock<BTreeMap<TopicPartition, SharedLog>>,
+    /// Topic config overrides (`/config/topics/<t>`) known so far, layered on `config` for the
+    /// topic's logs. A topic not here gets the broker defaults.
+    topic_overrides: RwLock<HashMap<String, BTreeMap<String, String>>>,
     /// Logs per dir, for placing new partitions without visiting every log (taken after `logs`).
     per_dir: Mutex<HashMap<PathBuf, usize>>,
 }
@@ -93,7 +96,54 @@ impl LogManager {
             config: cfg.log.clone(),
             ctx,
             logs: RwLock::new(logs),
+            topic_overrides: RwLock::new(HashMap::new()),
             per_dir: Mutex::new(per_dir),
+        }
+    }
+
+    /// Whether `topic`'s overrides were given (by [`Self::update_topic_config`]).
+    pub fn knows_topic_config(&self, topic: &str) -> bool {
+        self.topic_overrides
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(topic)
+    }
+
+    /// Records `topic`'s overrides and applies them to its existing logs (Kafka's
+    /// `LogManager.updateTopicConfig`); logs created later get them too.
+    pub fn update_topic_config(&self, topic: &str, overrides: BTreeMap<String, String>) {
+        let config = self.config.with_topic_overrides(&overrides);
+        self.topic_overrides
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(topic.to_string(), overrides);
+        let first = TopicPartition {
+            topic: topic.to_string(),
+            partition: i32::MIN,
+        };
+        let logs: Vec<SharedLog> = self
+            .logs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .range(first..)
+            .take_while(|(tp, _)| tp.topic == topic)
+            .map(|(_, l)| l.clone())
+            .collect();
+        for log in logs {
+            lock(&log).set_config(config.clone());
+        }
+    }
+
+    /// The config a log of `topic` gets: broker defaults plus the topic's overrides.
+    pub fn config_for(&self, topic: &str) -> LogConfig {
+        match self
+            .topic_overrides
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(topic)
+        {
+            Some(overrides) => self.config.with_topic_overrides(overrides),
+            None => self.config.clone(),
         }
     }
 
@@ -153,7 +203,7 @@ impl LogManager {
         let (log, _) = Log::open(
             &dir.join(partition_dir_name(tp)),
             tp.clone(),
-            self.config.clone(),
+            self.config_for(&tp.topic),
             &self.ctx,
             0,
             None,
@@ -169,9 +219,18 @@ impl LogManager {
     /// Removes `tp`'s log: its dir is renamed to `<topic>-<p>.<uuid>-delete` at once and removed
     /// in the background.
     pub fn delete_log(&self, tp: &TopicPartition) -> Result<(), LogError> {
-        let Some(log) = self.logs.write().unwrap_or_else(|p| p.into_inner()).remove(tp) else {
+        let mut logs = self.logs.write().unwrap_or_else(|p| p.into_inner());
+        let Some(log) = logs.remove(tp) else {
             return Ok(());
         };
+        // A deleted topic's overrides must not reach a later topic of the same name.
+        if !logs.keys().any(|t| t.topic == tp.topic) {
+            self.topic_overrides
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&tp.topic);
+        }
+        drop(logs);
         let guard = lock(&log);
         let from = guard.dir().to_path_buf();
         let root = guard.root().to_path_buf();

@@ -1,11 +1,13 @@
 //! Kafka's on-disk log. [`log_manager::LogManager`] owns every partition's [`log::Log`] across
 //! `log.dirs`; a log is a run of [`segment::LogSegment`]s (`.log` + `.index` + `.timeindex`),
-//! plus its leader-epoch cache. Also the per-dir files: checkpoints, `meta.properties`, the
+//! plus its leader-epoch cache; [`cleaner::LogCleaner`] compacts `cleanup.policy=compact` logs.
+//! Also the per-dir files: checkpoints, `meta.properties`, the
 //! clean-shutdown marker; and log-dir failure signalling. This module knows nothing about
 //! ZooKeeper or the network.
 
 pub mod checkpoint;
 pub mod clean_shutdown;
+pub mod cleaner;
 pub mod config;
 pub mod dump;
 pub mod failure;

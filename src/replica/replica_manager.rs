@@ -101,6 +101,11 @@ pub struct ReplicationCounts {
 }
 
 impl ReplicaManager {
+    /// The logs this broker hosts.
+    pub fn log_manager(&self) -> &Arc<LogManager> {
+        &self.log_manager
+    }
+
     pub fn new(local: BrokerId, log_manager: Arc<LogManager>, config: ReplicaConfig) -> Self {
         let (changes, _) = watch::channel(0);
         let checkpointed_hws = log_manager.read_high_watermark_checkpoints();

@@ -96,6 +96,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         return Err(BrokerError::NoLiveLogDirs { offline: dirs.offline });
     }
     let log_manager = load_logs(config, &dirs.live).await;
+    load_topic_configs(&zk, &log_manager).await?;
     if log_manager.live_dirs().is_empty() {
         return Err(BrokerError::NoLiveLogDirs {
             offline: offline_with_reasons(&dirs.offline, &log_manager),
@@ -249,6 +250,9 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
             tracing::info!(deleted, "retention deleted segments");
         }
     })));
+    if let Some(stopped) = start_log_cleaner(config, &log_manager, &replica_manager, stop_rx.clone()) {
+        tasks.push(stopped);
+    }
     tasks.push(tokio::spawn(follow_broker_epoch(
         epoch.clone(),
         replica_manager.clone(),
@@ -351,6 +355,52 @@ async fn load_logs(config: &KafkaConfig, dirs: &[PathBuf]) -> Arc<LogManager> {
         }
     }
     Arc::new(manager)
+}
+
+/// Gives the loaded logs their topics' overrides from `/config/topics/<t>` (Kafka's LogManager
+/// reads them before loading; kastle applies them right after, before serving requests).
+async fn load_topic_configs(zk: &KafkaZkClient<ZkSession>, manager: &LogManager) -> Result<(), BrokerError> {
+    let topics: std::collections::BTreeSet<String> = manager.all_logs().into_iter().map(|(tp, _)| tp.topic).collect();
+    // Concurrently: the ZooKeeper client pipelines the reads, one round trip for all topics.
+    let mut reads = tokio::task::JoinSet::new();
+    for topic in topics {
+        let zk = zk.clone();
+        reads.spawn(async move {
+            let overrides = zk.topic_config(&topic).await;
+            (topic, overrides)
+        });
+    }
+    while let Some(read) = reads.join_next().await {
+        let Ok((topic, overrides)) = read else { continue };
+        manager.update_topic_config(&topic, overrides?);
+    }
+    Ok(())
+}
+
+/// Starts the log cleaner threads when `log.cleaner.enable`; the returned task stops them at
+/// broker shutdown.
+fn start_log_cleaner(
+    config: &KafkaConfig,
+    manager: &Arc<LogManager>,
+    replica_manager: &Arc<ReplicaManager>,
+    mut stop: watch::Receiver<bool>,
+) -> Option<JoinHandle<()>> {
+    use crate::log::cleaner::{CleanerConfig, LogCleaner};
+    let cleaner_config = CleanerConfig::from_broker(config);
+    if !cleaner_config.enable || cleaner_config.threads == 0 {
+        return None;
+    }
+    let rm = replica_manager.clone();
+    let cleaner = Arc::new(LogCleaner::new(
+        manager.clone(),
+        cleaner_config,
+        Arc::new(move |tp| rm.partition(tp).map_or(0, |p| p.high_watermark())),
+    ));
+    cleaner.start();
+    Some(tokio::spawn(async move {
+        let _ = stop.wait_for(|s| *s).await;
+        let _ = tokio::task::spawn_blocking(move || cleaner.shutdown()).await;
+    }))
 }
 
 fn offline_with_reasons(identity_offline: &[(PathBuf, String)], manager: &LogManager) -> Vec<(PathBuf, String)> {

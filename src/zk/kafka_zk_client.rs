@@ -158,6 +158,16 @@ impl<S: ZkStore> KafkaZkClient<S> {
         }
     }
 
+    /// A topic's config overrides from `/config/topics/<t>` (empty when the znode is missing).
+    pub async fn topic_config(&self, topic: &str) -> Result<std::collections::BTreeMap<String, String>, KafkaZkError> {
+        let path = paths::config_entity("topics", topic);
+        match self.store.get_data(&path).await {
+            Ok((data, _)) => Ok(decode::<EntityConfig>(&path, &data)?.config),
+            Err(ZkError::NoNode { .. }) => Ok(Default::default()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Tells the controller this broker lost a log dir: a sequential
     /// `/log_dir_event_notification/log_dir_event_<seq>` with `{"version":1,"broker":N,"event":1}`.
     pub async fn create_log_dir_event_notification(&self, broker: BrokerId) -> Result<String, KafkaZkError> {

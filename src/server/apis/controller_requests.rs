@@ -65,6 +65,28 @@ pub(super) async fn leader_and_isr(
         .iter()
         .map(|l| (BrokerId(l.broker_id.0), format!("{}:{}", l.host_name, l.port)))
         .collect();
+    // A topic new to this broker: its logs are created with its `/config/topics/<t>`
+    // overrides (Kafka's getOrCreateLog reads them from ZooKeeper too).
+    let log_manager = apis.replica_manager.log_manager().clone();
+    let unknown: std::collections::BTreeSet<String> = partitions
+        .iter()
+        .map(|p| p.tp.topic.clone())
+        .filter(|t| !log_manager.knows_topic_config(t))
+        .collect();
+    let mut reads = tokio::task::JoinSet::new();
+    for topic in unknown {
+        let zk = apis.zk.clone();
+        reads.spawn(async move {
+            let overrides = zk.topic_config(&topic).await;
+            (topic, overrides)
+        });
+    }
+    while let Some(Ok((topic, overrides))) = reads.join_next().await {
+        match overrides {
+            Ok(overrides) => log_manager.update_topic_config(&topic, overrides),
+            Err(e) => tracing::warn!(%topic, error = %e, "cannot read the topic's config; using the broker defaults"),
+        }
+    }
     // Creating logs and writing checkpoints is blocking file I/O, thousands of files for a big
     // request: off the async workers, or the ZooKeeper session and every connection stall.
     let replica_manager = apis.replica_manager.clone();

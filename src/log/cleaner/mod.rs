@@ -1,0 +1,24 @@
+//! Log compaction for `cleanup.policy=compact` logs (Kafka's log cleaner, reference §4.4).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `policy` | pure decisions: cleanable range, dirtiness, the filthiest log, segment groups, record retention |
+//! | `rewrite` | the key → latest offset map and the byte-level rewrite of one batch |
+//! | `swap` | `.cleaned` → `.swap` → `.log` replacement and its crash recovery on load |
+//! | `log_cleaner` | the cleaner threads, the per-log cleaning I/O, `cleaner-offset-checkpoint`, metrics |
+//!
+//! Tombstones follow KIP-534 (Kafka 3.1+): the first cleaning that keeps a tombstone stamps its
+//! batch with a delete horizon (`now + delete.retention.ms`, attribute bit 6, in the base
+//! timestamp field); the first cleaning after the horizon drops it, and the cleaner schedules
+//! that cleaning itself. Compressed batches are kept whole and their keys are not mapped:
+//! kastle has no codecs (they are compacted by nothing, as in a Kafka without that codec).
+
+pub mod log_cleaner;
+pub mod policy;
+pub mod rewrite;
+pub mod swap;
+
+pub use log_cleaner::{CleanStats, CleanerConfig, LogCleaner, CLEANER_OFFSET_CHECKPOINT};
+
+#[cfg(test)]
+mod tests;

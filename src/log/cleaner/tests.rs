@@ -1,0 +1,348 @@
+//! The cleaner end to end on a real LogManager in a temp dir (no threads: passes are driven with
+//! an explicit `now`): latest value per key survives with its offset, tombstones live until
+//! their delete horizon, the checkpoint file is Kafka's format, non-compacted logs and the
+//! active segment are untouched, keyless produce is refused, and a reload after a clean reads
+//! the same data.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{CleanerConfig, LogCleaner, CLEANER_OFFSET_CHECKPOINT};
+use crate::log::config::LogConfig;
+use crate::log::failure::LogDirFailureChannel;
+use crate::log::file::Faults;
+use crate::log::log_manager::{lock, LogManager, LogManagerConfig};
+use crate::protocol::record_batch::{BatchScanner, RecordIter, RECORDS_OFFSET};
+use crate::protocol::test_support::build_batch;
+use crate::types::TopicPartition;
+
+fn tp(topic: &str) -> TopicPartition {
+    TopicPartition {
+        topic: topic.into(),
+        partition: 0,
+    }
+}
+
+fn manager(dir: &Path) -> Arc<LogManager> {
+    let cfg = LogManagerConfig {
+        dirs: vec![dir.to_path_buf()],
+        clean_dirs: vec![dir.to_path_buf()],
+        log: LogConfig::default(),
+        recovery_threads_per_dir: 1,
+    };
+    Arc::new(LogManager::startup(
+        &cfg,
+        LogDirFailureChannel::new(),
+        Faults::default(),
+        0,
+    ))
+}
+
+fn compacted(m: &LogManager, topic: &str, delete_retention_ms: &str) {
+    let overrides: BTreeMap<String, String> = [
+        ("cleanup.policy", "compact"),
+        ("segment.bytes", "1024"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+        ("delete.retention.ms", delete_retention_ms),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    m.update_topic_config(topic, overrides);
+}
+
+fn cleaner(m: &Arc<LogManager>) -> LogCleaner {
+    let config = CleanerConfig {
+        enable: true,
+        threads: 1,
+        backoff: std::time::Duration::from_millis(10),
+        dedupe_buffer_size: 1 << 20,
+        io_buffer_size: 1 << 16,
+    };
+    // Every appended offset counts as replicated.
+    LogCleaner::new(m.clone(), config, Arc::new(|_| i64::MAX))
+}
+
+/// Appends `n` updates cycling over `keys` keys (value = the update number), then one tombstone
+/// for key 0, then filler so the tombstone is below the active segment.
+fn fill(m: &LogManager, topic: &str, n: usize, keys: usize) {
+    let log = m.get_or_create_log(&tp(topic), 0).expect("log");
+    let mut log = lock(&log);
+    for i in 0..n {
+        let key = format!("k{}", i % keys);
+        let value = format!("v{i:04}");
+        let mut batch = build_batch(
+            0,
+            -1,
+            &[(Some(key.as_bytes()), Some(value.as_bytes()))],
+            1_000 + i as i64,
+        );
+        log.append_as_leader(&mut batch, 0, 0).expect("append");
+    }
+    let mut tombstone = build_batch(0, -1, &[(Some(&b"k0"[..]), None)], 5_000);
+    log.append_as_leader(&mut tombstone, 0, 0).expect("tombstone");
+    for i in 0..40 {
+        let mut batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
+        log.append_as_leader(&mut batch, 0, 0).expect("filler");
+    }
+}
+
+/// (offset, key, value) of every record in the log, in order.
+fn contents(m: &LogManager, topic: &str) -> Vec<(i64, String, Option<String>)> {
+    let log = m.get_log(&tp(topic)).expect("log");
+    let log = lock(&log);
+    let mut out = Vec::new();
+    let mut offset = log.log_start_offset();
+    while offset < log.log_end_offset() {
+        let data = log.read(offset, usize::MAX, i64::MAX, true).expect("read");
+        assert!(!data.is_empty(), "a read at {offset} returns data");
+        for item in BatchScanner::new(&data) {
+            let (pos, h) = item.expect("valid batch");
+            let batch = &data[pos..pos + h.size_in_bytes()];
+            for r in RecordIter::new(&batch[RECORDS_OFFSET..], h.record_count) {
+                let r = r.expect("record");
+                let at = h.base_offset + i64::from(r.offset_delta);
+                if at >= offset {
+                    out.push((
+                        at,
+                        String::from_utf8_lossy(r.key.unwrap_or_default()).into_owned(),
+                        r.value.map(|v| String::from_utf8_lossy(v).into_owned()),
+                    ));
+                }
+            }
+            offset = offset.max(h.next_offset());
+        }
+    }
+    out
+}
+
+/// The final key → value state a consumer replaying the log would build.
+fn state(records: &[(i64, String, Option<String>)]) -> BTreeMap<String, String> {
+    let mut s = BTreeMap::new();
+    for (_, k, v) in records {
+        match v {
+            Some(v) => s.insert(k.clone(), v.clone()),
+            None => s.remove(k),
+        };
+    }
+    s
+}
+
+#[test]
+fn cleaning_keeps_the_latest_value_per_key_at_its_offset_and_tombstones_until_their_horizon() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    fill(&m, "c", 300, 5);
+    let before = contents(&m, "c");
+    let cleaner = cleaner(&m);
+    let stats = cleaner.clean_filthiest(0, 10_000).expect("a cleaning");
+    assert!(stats.records_removed > 250, "{stats:?}");
+    let after = contents(&m, "c");
+    assert_eq!(state(&after), state(&before), "same final state");
+    // Offsets are kept: each surviving record has the offset it had before.
+    for r in &after {
+        assert!(before.contains(r), "{r:?} was not in the log before");
+    }
+    // Below the active segment only one record per key is left; the tombstone is still there.
+    let active_base = *lock(&m.get_log(&tp("c")).expect("log"))
+        .segment_base_offsets()
+        .last()
+        .expect("active");
+    let cleaned: Vec<_> = after.iter().filter(|r| r.0 < active_base).collect();
+    let mut keys: Vec<&String> = cleaned.iter().map(|r| &r.1).collect();
+    keys.sort();
+    let distinct = keys.len();
+    keys.dedup();
+    assert_eq!(
+        keys.len(),
+        distinct,
+        "one record per key below the active segment: {cleaned:?}"
+    );
+    assert!(
+        after.iter().any(|r| r.1 == "k0" && r.2.is_none()),
+        "tombstone kept before its horizon"
+    );
+    // Kafka's checkpoint format: version 0, count, "topic partition offset".
+    let text = std::fs::read_to_string(dir.path().join(CLEANER_OFFSET_CHECKPOINT)).expect("checkpoint");
+    assert_eq!(text, format!("0\n1\nc 0 {}\n", stats.first_dirty));
+    // Nothing new is dirty and no horizon passed: nothing to do.
+    assert!(cleaner.clean_filthiest(0, 10_500).is_none());
+    // After the delete horizon (10 s + 1 s) the cleaner comes back for the tombstone.
+    cleaner.clean_filthiest(0, 11_000).expect("the tombstone's cleaning");
+    let last = contents(&m, "c");
+    assert!(!last.iter().any(|r| r.1 == "k0"), "tombstone gone: {last:?}");
+    assert_eq!(state(&last), state(&before));
+    // A reload (index rebuild, segments as swapped) reads the same records.
+    drop(cleaner);
+    drop(m);
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    assert_eq!(contents(&m, "c"), last);
+}
+
+#[test]
+fn delete_policy_logs_are_not_cleaned_and_keyless_records_are_refused_when_compacted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    let overrides: BTreeMap<String, String> = [("segment.bytes".to_string(), "1024".to_string())].into();
+    m.update_topic_config("d", overrides);
+    fill(&m, "d", 100, 2);
+    let before = contents(&m, "d");
+    assert!(cleaner(&m).clean_filthiest(0, 10_000).is_none());
+    assert_eq!(contents(&m, "d"), before);
+
+    compacted(&m, "c", "1000");
+    let log = m.get_or_create_log(&tp("c"), 0).expect("log");
+    let mut keyless = build_batch(0, -1, &[(None, Some(&b"v"[..]))], 1);
+    let err = lock(&log).append_as_leader(&mut keyless, 0, 0).expect_err("keyless");
+    assert_eq!(err.error_code(), 87, "INVALID_RECORD");
+}
+
+#[test]
+fn compact_only_logs_skip_time_retention_and_compact_delete_logs_do_both() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    for (topic, policy) in [("c", "compact"), ("cd", "compact,delete")] {
+        let overrides: BTreeMap<String, String> = [
+            ("cleanup.policy", policy),
+            ("segment.bytes", "1024"),
+            ("retention.ms", "1000"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        m.update_topic_config(topic, overrides);
+        fill(&m, topic, 100, 3);
+    }
+    let deleted = m.cleanup_logs(|_| i64::MAX, 1_000_000);
+    let segments = |t: &str| lock(&m.get_log(&tp(t)).expect("log")).num_segments();
+    assert!(deleted > 0);
+    assert!(segments("c") > 1, "compact only: retention.ms does not apply");
+    assert_eq!(segments("cd"), 1, "compact,delete: old segments deleted by time");
+}
+
+#[test]
+fn an_io_error_while_cleaning_takes_the_log_dir_offline() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    fill(&m, "c", 300, 5);
+    // A directory where the cleaned file must go: creating it fails like a broken disk would.
+    let first = lock(&m.get_log(&tp("c")).expect("log")).segment_base_offsets()[0];
+    let blocker = dir
+        .path()
+        .join("c-0")
+        .join(crate::log::segment::file_name(first, super::swap::CLEANED_SUFFIX));
+    std::fs::create_dir(&blocker).expect("blocker");
+    assert!(cleaner(&m).clean_filthiest(0, 10_000).is_none());
+    assert!(m.failures().is_offline(dir.path()), "the dir went offline");
+}
+
+#[test]
+fn a_follower_truncation_below_the_checkpoint_pulls_it_back() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    fill(&m, "c", 300, 5);
+    let cleaner = cleaner(&m);
+    let stats = cleaner.clean_filthiest(0, 10_000).expect("cleaned");
+    assert!(stats.first_dirty > 10);
+    lock(&m.get_log(&tp("c")).expect("log"))
+        .truncate_to(5)
+        .expect("truncate");
+    // The next pass measures from offset 5 (nothing is cleanable there yet: one segment).
+    let _ = cleaner.clean_filthiest(0, 10_000);
+    assert!(
+        cleaner.checkpoint(&tp("c")).is_none_or(|c| c <= 5),
+        "{:?}",
+        cleaner.checkpoint(&tp("c"))
+    );
+}
+
+#[test]
+fn a_new_follower_copies_a_compacted_log_with_its_offset_gaps() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "c", "3600000");
+    {
+        // Ten records per batch over three keys: cleaning leaves batches with gaps inside.
+        let log = m.get_or_create_log(&tp("c"), 0).expect("log");
+        let mut log = lock(&log);
+        for i in 0..60 {
+            let values: Vec<(String, String)> = (0..10)
+                .map(|j| (format!("k{}", (i + j) % 3), format!("v{i}-{j}")))
+                .collect();
+            let records: Vec<crate::protocol::test_support::KeyValue<'_>> = values
+                .iter()
+                .map(|(k, v)| (Some(k.as_bytes()), Some(v.as_bytes())))
+                .collect();
+            let mut batch = build_batch(0, -1, &records, 1_000);
+            log.append_as_leader(&mut batch, 0, 0).expect("append");
+        }
+    }
+    let stats = cleaner(&m).clean_filthiest(0, 10_000).expect("cleaned");
+    assert!(stats.records_removed > 0);
+    let leader = contents(&m, "c");
+    let offsets: Vec<i64> = leader.iter().map(|r| r.0).collect();
+    // The surviving batch keeps its base offset and loses its first records: fewer records than
+    // its offset range, which produce-time validation would refuse.
+    assert!(offsets[0] > 0 && offsets.len() < 600, "{offsets:?} {stats:?}");
+    // The follower fetches from 0 as a replica would and appends what it gets, gaps and all.
+    compacted(&m, "f", "3600000");
+    let source = m.get_log(&tp("c")).expect("log");
+    let follower = m.get_or_create_log(&tp("f"), 0).expect("follower");
+    loop {
+        let leo = lock(&follower).log_end_offset();
+        let data = {
+            let s = lock(&source);
+            if leo >= s.log_end_offset() {
+                break;
+            }
+            s.read(leo, 1 << 20, i64::MAX, true).expect("fetch")
+        };
+        lock(&follower)
+            .append_as_follower(&data, 0)
+            .expect("a compacted batch is accepted");
+    }
+    assert_eq!(contents(&m, "f"), leader);
+}
+
+#[test]
+fn a_restart_after_a_crash_mid_swap_completes_it_and_drops_cleaned_leftovers() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    fill(&m, "c", 300, 5);
+    let bases = lock(&m.get_log(&tp("c")).expect("log")).segment_base_offsets();
+    let before = contents(&m, "c");
+    drop(m);
+    // The crash: segments 0 and 1 were cleaned into a swap file holding only segment 1's last
+    // batch, and a second group's `.cleaned` file was still being written.
+    let part = dir.path().join("c-0");
+    let name = |base: i64, suffix: &str| part.join(crate::log::segment::file_name(base, suffix));
+    let second = std::fs::read(name(bases[1], ".log")).expect("segment 1");
+    let (pos, last) = BatchScanner::new(&second)
+        .map_while(Result::ok)
+        .last()
+        .expect("a batch");
+    std::fs::write(
+        name(bases[0], super::swap::SWAP_SUFFIX),
+        &second[pos..pos + last.size_in_bytes()],
+    )
+    .expect("swap");
+    std::fs::write(name(bases[2], super::swap::CLEANED_SUFFIX), b"partial").expect("cleaned");
+    let m = manager(dir.path());
+    compacted(&m, "c", "1000");
+    let after = contents(&m, "c");
+    let expected: Vec<_> = before
+        .iter()
+        .filter(|r| r.0 >= last.base_offset) // the swap's batch, then segment 2 on
+        .cloned()
+        .collect();
+    assert_eq!(after, expected);
+    assert!(!name(bases[0], super::swap::SWAP_SUFFIX).exists());
+    assert!(!name(bases[2], super::swap::CLEANED_SUFFIX).exists());
+    assert!(!name(bases[1], ".log").exists(), "the swapped-out segment is gone");
+}
