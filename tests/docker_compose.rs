@@ -9,7 +9,11 @@
 //!   a survivor, every acknowledged record is read back; `docker start`: it rejoins the ISR;
 //! - `docker-compose down -v` on drop, even when a step fails, and our dockerd stopped.
 //!
-//! Ignored by plain `cargo test` (it needs root and builds images for a minute or more):
+//! `compose_files_are_valid` needs no engine: `docker-compose config` on the user's file and
+//! with the offline override, and the invariants users rely on (unique ids, advertised EXTERNAL
+//! ports equal to the published ones, healthy dependencies, a chroot, named volumes).
+//!
+//! The cluster test is ignored by plain `cargo test` (it needs root and builds images for a minute or more):
 //! scripts/test runs it with `--ignored --nocapture`, so the log shows every step. Where the
 //! machine cannot run containers it prints why and returns.
 
@@ -87,6 +91,79 @@ while not os.path.exists(stop):
 p.close()
 print("done", flush=True)
 "#;
+
+/// `docker-compose … config` of the given files (under docker/), with default ports; asserts
+/// that `config -q` passes first.
+fn compose_config(files: &[&str]) -> serde_yaml::Value {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let compose = |args: &[&str]| {
+        let mut cmd = Command::new("docker-compose");
+        for file in files {
+            cmd.arg("-f").arg(repo.join("docker").join(file));
+        }
+        for var in [
+            "KASTLE_PORT_1",
+            "KASTLE_PORT_2",
+            "KASTLE_PORT_3",
+            "KASTLE_EXTERNAL_HOST",
+            "KASTLE_IMAGE",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.args(args).output()
+    };
+    let what = format!("docker-compose -f {} config -q", files.join(" -f "));
+    checked(compose(&["config", "-q"]), &what);
+    let rendered = checked(compose(&["config"]), "docker-compose config");
+    serde_yaml::from_str(&rendered).expect("config renders YAML")
+}
+
+#[test]
+fn compose_files_are_valid() {
+    let user = compose_config(&["docker-compose.yml"]);
+    let offline = compose_config(&["docker-compose.yml", "docker-compose.offline.yml"]);
+    let services = &user["services"];
+    assert_eq!(services["zookeeper"]["image"].as_str(), Some("zookeeper:3.8"));
+    assert_eq!(
+        offline["services"]["zookeeper"]["image"].as_str(),
+        Some("kastle/zookeeper:local")
+    );
+    for (n, port) in [(1, 19092), (2, 29092), (3, 39092)] {
+        let name = format!("kafka{n}");
+        let broker = &services[name.as_str()];
+        let env = &broker["environment"];
+        assert_eq!(env["KASTLE_CFG_BROKER_ID"].as_str(), Some(n.to_string().as_str()));
+        assert_eq!(
+            env["KASTLE_CFG_ADVERTISED_LISTENERS"].as_str(),
+            Some(format!("INTERNAL://kafka{n}:9092,EXTERNAL://localhost:{port}").as_str())
+        );
+        assert_eq!(
+            env["KASTLE_CFG_ZOOKEEPER_CONNECT"].as_str(),
+            Some("zookeeper:2181/kastle")
+        );
+        assert_eq!(env["KASTLE_CFG_INTER_BROKER_LISTENER_NAME"].as_str(), Some("INTERNAL"));
+        let published = broker["ports"][0].as_str().unwrap_or_default();
+        assert_eq!(published, format!("127.0.0.1:{port}:19092/tcp"));
+        assert_eq!(
+            broker["depends_on"]["zookeeper"]["condition"].as_str(),
+            Some("service_healthy")
+        );
+        assert_eq!(broker["healthcheck"]["test"][1].as_str(), Some("kastle"));
+        assert_eq!(
+            broker["volumes"][0].as_str(),
+            Some(format!("kafka{n}-data:/var/lib/kastle/data:rw").as_str())
+        );
+        assert_eq!(broker["image"].as_str(), Some("kastle/kastle:latest"));
+        assert_eq!(
+            offline["services"][name.as_str()]["image"].as_str(),
+            Some("kastle/kastle:local")
+        );
+        // Apart from the image names the override changes nothing.
+        let mut same = offline["services"][name.as_str()].clone();
+        same["image"] = broker["image"].clone();
+        assert_eq!(&same, broker, "{name}");
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a Docker engine (started as root) and builds images: scripts/test runs it with --ignored"]
