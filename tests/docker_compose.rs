@@ -53,6 +53,16 @@ fn leader_and_isr(bootstrap: &str, topic: &str) -> Option<(i32, Vec<i32>)> {
     Some((leader, isr))
 }
 
+/// A child process killed (and reaped) if the test panics before it exits.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Sorted lines, for comparing what came back from several partitions.
 fn sorted_lines(text: &str) -> Vec<String> {
     let mut lines: Vec<String> = text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
@@ -333,17 +343,22 @@ async fn failover(engine: &Engine, compose: &Compose, containers: &[String], ext
 
     let dir = tempfile::tempdir().expect("tempdir");
     let stop = dir.path().join("stop");
-    let mut producer = Command::new(python())
-        .args(["-c", PRODUCER, &bootstrap, topic])
-        .arg(&stop)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the producer");
+    // Its stderr (kafka-python's warnings during the failover) goes to a file, not a pipe that
+    // could fill up and block it.
+    let stderr_path = dir.path().join("producer.stderr");
+    let mut producer = KillOnDrop(
+        Command::new(python())
+            .args(["-c", PRODUCER, &bootstrap, topic])
+            .arg(&stop)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
+            .spawn()
+            .expect("start the producer"),
+    );
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let reader = {
         let lines = Arc::clone(&lines);
-        let stdout = producer.stdout.take().expect("stdout");
+        let stdout = producer.0.stdout.take().expect("stdout");
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 lines.lock().expect("lines").push(line);
@@ -392,12 +407,9 @@ async fn failover(engine: &Engine, compose: &Compose, containers: &[String], ext
     .await;
 
     std::fs::write(&stop, b"").expect("stop file");
-    let status = producer.wait().expect("producer exit");
+    let status = producer.0.wait().expect("producer exit");
     reader.join().expect("reader");
-    let mut stderr = String::new();
-    if let Some(mut e) = producer.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-    }
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     assert!(status.success(), "producer failed: {stderr}");
     let lines = lines.lock().expect("lines").clone();
     let acked: BTreeSet<u64> = lines

@@ -69,13 +69,13 @@ impl Engine {
         if Self::existing().is_some() {
             return None;
         }
-        if !on_path("dockerd") {
-            return Some("no Docker engine answers and `dockerd` is not installed (Debian: docker.io)".into());
-        }
         let uid = Command::new("id").arg("-u").output().ok();
         let root = uid.is_some_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
         if !root {
             return Some("no Docker engine answers and starting dockerd needs root".into());
+        }
+        if !on_path("dockerd") {
+            return Some("no Docker engine answers and `dockerd` is not installed (Debian: docker.io)".into());
         }
         let cgroup_v1 = Path::new("/sys/fs/cgroup/memory").is_dir() && Path::new("/sys/fs/cgroup/pids").is_dir();
         let cgroup_v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").is_file();
@@ -140,8 +140,8 @@ impl Engine {
             || format!("dockerd's log:\n{}", tail(&log, 40)),
         )
         .await;
-        // Our data root holds only this test's projects: anything left is from a run that was
-        // killed before its clean-up.
+        // Our data root holds only this test's projects and images: containers left are from a
+        // run that was killed before its clean-up.
         let stale = engine.run(&["ps", "-aq"]);
         if !stale.trim().is_empty() {
             let mut args = vec!["rm", "-f", "-v"];
@@ -150,6 +150,8 @@ impl Engine {
         }
         engine.run(&["volume", "prune", "-f"]);
         engine.run(&["network", "prune", "-f"]);
+        // Each run tags a new broker image; the previous one would pile up untagged.
+        engine.run(&["image", "prune", "-f"]);
         println!(
             "docker: started dockerd ({}, data root {}) in {:.1?}",
             engine.host,
