@@ -74,3 +74,16 @@ wait_for() {
         sleep 0.2
     done
 }
+
+# Prints why this machine cannot run the docker-compose test's containers (nothing when it can):
+# an engine that answers is enough; else starting dockerd needs root and mounted cgroups.
+docker_cannot_run() {
+    if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "$(id -u)" != 0 ]; then
+        echo "no Docker engine answers and starting dockerd needs root"
+    elif [ ! -d /sys/fs/cgroup/memory ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
+        echo "no cgroup hierarchy is mounted under /sys/fs/cgroup, so containers cannot run"
+    fi
+}

@@ -35,6 +35,8 @@ enum Command {
     /// Benchmarks: the log against this machine's own limits, and producer/consumer load.
     #[command(subcommand)]
     Perf(PerfCommand),
+    /// Ask a broker for metadata and exit 0 if it is healthy (a container healthcheck).
+    Health(HealthArgs),
     /// Print the batches of segment files (.log) and check index files (.index, .timeindex),
     /// like kafka-dump-log.
     DumpLog {
@@ -55,6 +57,27 @@ struct ConfigArgs {
     /// Override one property (highest precedence); repeatable, as kafka-server-start's --override.
     #[arg(long = "override", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
+}
+
+/// `kastle health`: by default the broker's own config (file and `KASTLE_CFG_*`) names the
+/// listener to probe (the first one, on loopback when bound to all interfaces) and the broker id
+/// that must be live.
+#[derive(Debug, Args)]
+struct HealthArgs {
+    /// The broker's config file (YAML or server.properties), read as `kastle broker` reads it.
+    #[arg(long, short = 'c', value_name = "FILE", required_unless_present = "bootstrap")]
+    config: Option<PathBuf>,
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+    /// Probe this address instead of the config's first listener.
+    #[arg(long, value_name = "HOST:PORT")]
+    bootstrap: Option<String>,
+    /// The broker id that must be among the live brokers (default: the config's broker.id, if set).
+    #[arg(long)]
+    broker_id: Option<i32>,
+    /// Give up after this long.
+    #[arg(long, default_value_t = 5_000)]
+    timeout_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -223,6 +246,7 @@ fn main() -> ExitCode {
                 Err(code) => code,
             },
             Command::Zk(ZkCommand::Check { zookeeper, timeout_ms }) => zk_check(&zookeeper, timeout_ms).await,
+            Command::Health(args) => health(args).await,
             Command::DumpLog { files, print_data_log } => dump_log(&files, print_data_log),
             Command::Perf(PerfCommand::Log { dir, bytes, partitions }) => report(perf_log(&dir, bytes, partitions)),
             Command::Perf(PerfCommand::Cleaner { dir, bytes, keys }) => report(perf_cleaner(&dir, bytes, keys)),
@@ -337,6 +361,35 @@ async fn zk_check(connect: &str, timeout_ms: u64) -> ExitCode {
         Err(e) => {
             eprintln!("kastle zk check: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+async fn health(args: HealthArgs) -> ExitCode {
+    use kastle::admin::health;
+    let (addr, expected) = match &args.config {
+        Some(file) => {
+            let config = match load_config(Some(file.clone()), args.overrides) {
+                Ok(config) => config,
+                Err(code) => return code,
+            };
+            let Some(addr) = args.bootstrap.or_else(|| health::local_address(config.listeners())) else {
+                eprintln!("kastle health: the config has no listener to probe");
+                return ExitCode::from(2);
+            };
+            let configured = (config.broker_id() >= 0).then_some(config.broker_id());
+            (addr, args.broker_id.or(configured))
+        }
+        None => (args.bootstrap.unwrap_or_default(), args.broker_id),
+    };
+    match health::probe(&addr, expected, Duration::from_millis(args.timeout_ms)).await {
+        Ok(healthy) => {
+            println!("healthy: {addr}: {healthy}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("unhealthy: {addr}: {e}");
+            ExitCode::FAILURE
         }
     }
 }
