@@ -23,10 +23,38 @@ fn group_settings(spec: BrokerSpec) -> BrokerSpec {
         .with("group.min.session.timeout.ms", "1000")
 }
 
+struct Cluster {
+    brokers: Vec<BrokerProcess>,
+    zk: kastle::zk::ZkSession,
+    bootstrap: String,
+    /// Each broker's Prometheus endpoint.
+    metrics: Vec<String>,
+}
+
+/// The sum of a metric over the three brokers (each coordinates its own groups).
+fn metric_sum(c: &Cluster, name: &str) -> f64 {
+    c.metrics
+        .iter()
+        .filter_map(|addr| common::cluster::scrape(addr))
+        .filter_map(|body| common::cluster::sample(&body, name))
+        .sum()
+}
+
 async fn cluster(test: &str) -> (Vec<BrokerProcess>, kastle::zk::ZkSession, String) {
+    let c = cluster_with_metrics(test).await;
+    (c.brokers, c.zk, c.bootstrap)
+}
+
+async fn cluster_with_metrics(test: &str) -> Cluster {
     common::init_logging();
     let chroot = unique_chroot(test);
-    let brokers = start_with(&chroot, &[1, 2, 3], group_settings);
+    let metrics: Vec<String> = (0..3)
+        .map(|_| format!("127.0.0.1:{}", common::zookeeper::free_port()))
+        .collect();
+    let brokers = start_with(&chroot, &[1, 2, 3], |spec| {
+        let addr = metrics[(spec.id - 1) as usize].clone();
+        group_settings(spec).with("metrics.listener", &addr)
+    });
     let zk = zookeeper().session(&chroot).await;
     cluster_ready(&zk, 3).await;
     create_topic_by_hand(&zk, "orders", SIX).await;
@@ -39,7 +67,12 @@ async fn cluster(test: &str) -> (Vec<BrokerProcess>, kastle::zk::ZkSession, Stri
     })
     .await;
     let bootstrap = bootstrap_of(&zk, 1).await;
-    (brokers, zk, bootstrap)
+    Cluster {
+        brokers,
+        zk,
+        bootstrap,
+        metrics,
+    }
 }
 
 fn values(records: &[(i32, i64, String)]) -> Vec<usize> {
@@ -155,7 +188,8 @@ fn admin(bootstrap: &str, args: &[&str]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcat_consumes_as_a_group_and_the_admin_cli_describes_resets_and_deletes_it() {
-    let (_brokers, zk, bootstrap) = cluster("grp-admin").await;
+    let c = cluster_with_metrics("grp-admin").await;
+    let (zk, bootstrap) = (&c.zk, c.bootstrap.clone());
     produce(&bootstrap, "orders", 0, 60, 6);
     // kcat's balanced consumer (-G) reads everything and commits; -e ends at the end.
     let out = Command::new("kcat")
@@ -198,6 +232,12 @@ async fn kcat_consumes_as_a_group_and_the_admin_cli_describes_resets_and_deletes
     wait_for_split(&[&m], "the member owns everything").await;
     let described = admin(&bootstrap, &["groups", "describe", "-g", "kc"]);
     assert!(described.contains("Stable"), "{described}");
+    // The coordinator's GroupMetadataManager gauges count it.
+    wait_until(Duration::from_secs(20), "the group gauges", || async {
+        metric_sum(&c, "kafka_coordinator_group_groupmetadatamanager_numgroupsstable") == 1.0
+            && metric_sum(&c, "kafka_coordinator_group_groupmetadatamanager_numoffsets") >= 6.0
+    })
+    .await;
     assert!(described.contains("kp-member"), "{described}");
     assert!(
         described.contains("orders"),
