@@ -32,6 +32,8 @@ pub struct LogConfig {
     pub flush_interval_messages: i64,
     /// Flush data older than this (i64::MAX = leave it to the OS).
     pub flush_interval_ms: i64,
+    /// `producer.id.expiration.ms`: a producer idle this long loses its state (broker-wide).
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -49,6 +51,7 @@ impl Default for LogConfig {
             timestamp_type: TimestampType::CreateTime,
             flush_interval_messages: i64::MAX,
             flush_interval_ms: i64::MAX,
+            producer_id_expiration_ms: 86_400_000,
         }
     }
 }
@@ -106,6 +109,9 @@ impl LogConfig {
                 .get_i64("log.flush.interval.messages")
                 .unwrap_or(d.flush_interval_messages),
             flush_interval_ms: config.get_i64("log.flush.interval.ms").unwrap_or(d.flush_interval_ms),
+            producer_id_expiration_ms: config
+                .get_i64("producer.id.expiration.ms")
+                .unwrap_or(d.producer_id_expiration_ms),
         }
     }
 }

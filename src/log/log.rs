@@ -13,10 +13,15 @@ use super::config::{LogConfig, TimestampType};
 use super::failure::LogDirFailureChannel;
 use super::file::Faults;
 use super::leader_epoch::LeaderEpochFileCache;
+use super::producer_state::{ProducerStateError, ProducerStateManager};
 use super::retention::{self, RetentionConfig, SegmentSummary};
 use super::segment::{self, LogSegment, SegmentIoError};
 use crate::protocol::record_batch::{self, BatchError, BatchHeader};
 use crate::types::TopicPartition;
+
+#[path = "log_producers.rs"]
+mod producers;
+use producers::ProducerCheck;
 
 /// Name of the leader-epoch checkpoint inside a partition dir.
 pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
@@ -45,6 +50,9 @@ pub enum LogError {
     },
     #[error("a {size}-byte append cannot fit a segment of segment.bytes={segment_bytes}")]
     TooLargeForSegment { size: usize, segment_bytes: u64 },
+    /// An idempotent producer's batch broke the sequence or epoch rules.
+    #[error(transparent)]
+    Producer(ProducerStateError),
 }
 
 impl LogError {
@@ -56,6 +64,7 @@ impl LogError {
             LogError::InvalidBatch(e) => e.error_code(),
             LogError::UnexpectedAppendOffset { .. } => 2, // CORRUPT_MESSAGE, as Kafka maps it
             LogError::TooLargeForSegment { .. } => 18,    // RECORD_LIST_TOO_LARGE
+            LogError::Producer(e) => e.error_code(),
         }
     }
 }
@@ -100,6 +109,8 @@ pub struct Log {
     /// Data was cut (truncation, recovery) since the last flush: the next flush must sync the
     /// last segment even though no message is unflushed (its shorter length is not durable yet).
     unflushed_truncation: bool,
+    /// Idempotent producers' sequences and last batches (see `log_producers.rs`).
+    producers: ProducerStateManager,
 }
 
 /// Opening arguments shared by every log of a LogManager.
@@ -223,6 +234,7 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now_ms,
             unflushed_truncation: report.truncated_bytes > 0 || report.dropped_segments > 0,
+            producers: ProducerStateManager::new(0),
         };
         if log.segments.is_empty() {
             let start = log_start_offset.unwrap_or(0).max(0);
@@ -244,6 +256,7 @@ impl Log {
         log.epochs
             .truncate_from_start(log.log_start_offset)
             .map_err(|e| storage(checkpoint_io(dir, e)))?;
+        log.load_producer_state(now_ms)?;
         Ok((log, report))
     }
 
@@ -357,6 +370,10 @@ impl Log {
         } else {
             -1
         };
+        let producer_append = match self.check_producers(&headers, first_offset, log_append_time)? {
+            ProducerCheck::Duplicate(original) => return Ok(original),
+            ProducerCheck::Append(append) => append,
+        };
         let mut next = first_offset;
         let mut position = 0;
         let mut assigned = Vec::with_capacity(headers.len());
@@ -373,6 +390,7 @@ impl Log {
             position += size;
         }
         let info = self.append_assigned(records, &assigned, now_ms)?;
+        self.commit_producers(producer_append);
         Ok(LogAppendInfo {
             log_append_time,
             ..info
@@ -401,7 +419,9 @@ impl Log {
                 log_end: leo,
             });
         }
-        self.append_assigned(records, &headers, now_ms)
+        let info = self.append_assigned(records, &headers, now_ms)?;
+        self.replay_producers(&headers);
+        Ok(info)
     }
 
     fn append_assigned(
@@ -506,7 +526,7 @@ impl Log {
         let seg = self.io(created)?;
         self.segments.insert(leo, seg);
         self.recovery_point = self.recovery_point.max(leo);
-        Ok(())
+        self.take_producer_snapshot()
     }
 
     /// Whole batches from `offset` up to `max_bytes` (the first batch whole if `min_one`),
@@ -574,6 +594,9 @@ impl Log {
         self.io(cut)?;
         self.recovery_point = self.recovery_point.min(leo);
         self.unflushed_truncation = true;
+        // Kafka's `truncateAndReload`: the state is rebuilt for what the log still holds
+        // (expiry is left to the periodic check, which knows the time).
+        self.load_producer_state(i64::MIN)?;
         Ok(true)
     }
 
@@ -594,7 +617,7 @@ impl Log {
         self.log_start_offset = offset;
         self.recovery_point = offset;
         self.unflushed_truncation = true;
-        Ok(())
+        self.clear_producer_state(offset)
     }
 
     /// Moves the log start offset forward (DeleteRecords, or the leader's start for a follower).
@@ -606,6 +629,7 @@ impl Log {
                 .truncate_from_start(offset)
                 .map_err(|e| checkpoint_io(&self.dir, e));
             self.io(cut)?;
+            self.delete_snapshots_before_log_start()?;
         }
         Ok(())
     }
@@ -658,6 +682,7 @@ impl Log {
                 .truncate_from_start(first_base)
                 .map_err(|e| checkpoint_io(&self.dir, e));
             self.io(cut)?;
+            self.delete_snapshots_before_log_start()?;
         }
         Ok(deleted)
     }
