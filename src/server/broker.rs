@@ -120,6 +120,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
             delete_topic_enable: config.get_bool("delete.topic.enable").unwrap_or(true),
             inter_broker_listener: config.inter_broker_listener_name().to_string(),
         },
+        producer_ids: crate::server::producer_ids::ProducerIdManager::new(zk.clone(), id),
         controller: std::sync::OnceLock::new(),
     });
 
@@ -237,6 +238,15 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         let deleted = m.cleanup_logs(|tp| rm.partition(tp).map_or(0, |p| p.high_watermark()), now_ms());
         if deleted > 0 {
             tracing::info!(deleted, "retention deleted segments");
+        }
+    })));
+    // Kafka's producer-expiration task (`producer.id.expiration.check.interval.ms`).
+    let m = log_manager.clone();
+    let every = ms(config, "producer.id.expiration.check.interval.ms", 600_000);
+    tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
+        let expired = m.remove_expired_producers(now_ms());
+        if expired > 0 {
+            tracing::info!(expired, "expired idle producer ids");
         }
     })));
     tasks.push(tokio::spawn(follow_broker_epoch(

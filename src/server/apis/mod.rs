@@ -8,6 +8,7 @@ mod create_topics;
 mod delete_topics;
 mod elect_leaders;
 mod fetch;
+mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
@@ -45,6 +46,8 @@ pub struct KafkaApis {
     pub metadata_cache: Arc<MetadataCache>,
     pub zk: KafkaZkClient<ZkSession>,
     pub config: ApiConfig,
+    /// Producer ids for InitProducerId, claimed in blocks from ZooKeeper.
+    pub producer_ids: crate::server::producer_ids::ProducerIdManager<ZkSession>,
     /// This broker's controller module, set once it has started (after the handlers exist).
     pub controller: std::sync::OnceLock<crate::controller::ControllerHandle>,
 }
@@ -77,6 +80,9 @@ impl RequestHandler for KafkaApis {
             }
             RequestKind::CreateTopics(r) => {
                 Some(ResponseKind::CreateTopics(create_topics::handle(self, &ctx, r).await))
+            }
+            RequestKind::InitProducerId(r) => {
+                Some(ResponseKind::InitProducerId(init_producer_id::handle(self, r).await))
             }
             RequestKind::ControlledShutdown(r) => Some(ResponseKind::ControlledShutdown(
                 controller_requests::controlled_shutdown(self, r).await,
