@@ -125,6 +125,9 @@ struct PerfProduceArgs {
     /// Produce requests awaiting a response at a time.
     #[arg(long, default_value_t = 5)]
     max_in_flight: usize,
+    /// Produce as an idempotent producer (InitProducerId, sequence numbers).
+    #[arg(long)]
+    idempotent: bool,
 }
 
 #[derive(Debug, Args)]
@@ -342,6 +345,7 @@ async fn perf_produce(args: PerfProduceArgs) -> anyhow::Result<()> {
         batch_size: args.batch_size,
         compression: args.compression,
         max_in_flight: args.max_in_flight,
+        idempotent: args.idempotent,
         ..PerfProduceOptions::new(args.target.bootstrap, args.target.topic, args.records, args.record_size)
     };
     let report = run(&options).await.context("perf produce")?;
