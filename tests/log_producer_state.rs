@@ -183,3 +183,28 @@ fn a_corrupt_snapshot_is_deleted_and_the_log_replayed() {
     assert!(!file.exists(), "the corrupt snapshot is deleted");
     assert_eq!(append(&mut log, 0, 0, 3), Ok((0, 2)), "state replayed from the log");
 }
+
+#[test]
+fn a_clean_log_without_snapshots_is_not_scanned_but_a_crashed_one_is() {
+    // Kafka's upgrade rule: no snapshot after a clean shutdown means the log predates producer
+    // state, and a full scan at every start is not worth it; after a crash it is rebuilt.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = LogConfig::default();
+    let mut log = open(dir.path(), &config, true);
+    append(&mut log, 0, 0, 3).expect("append");
+    log.flush(1_000).expect("flush");
+    drop(log); // no snapshot written
+    let log = open(dir.path(), &config, true);
+    assert_eq!(
+        log.producer_state().producer_count(),
+        0,
+        "clean and no snapshot: not scanned"
+    );
+    drop(log);
+    let log = open(dir.path(), &config, false);
+    assert_eq!(
+        log.producer_state().producer_count(),
+        1,
+        "after a crash the log is replayed"
+    );
+}

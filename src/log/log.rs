@@ -256,7 +256,7 @@ impl Log {
         log.epochs
             .truncate_from_start(log.log_start_offset)
             .map_err(|e| storage(checkpoint_io(dir, e)))?;
-        log.load_producer_state(now_ms)?;
+        log.load_producer_state(now_ms, clean_shutdown)?;
         Ok((log, report))
     }
 
@@ -596,7 +596,7 @@ impl Log {
         self.unflushed_truncation = true;
         // Kafka's `truncateAndReload`: the state is rebuilt for what the log still holds
         // (expiry is left to the periodic check, which knows the time).
-        self.load_producer_state(i64::MIN)?;
+        self.load_producer_state(i64::MIN, false)?;
         Ok(true)
     }
 

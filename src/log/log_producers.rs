@@ -90,7 +90,12 @@ impl Log {
     /// Rebuilds the producer state for the current log: drops snapshots past the log end (or
     /// before its start), loads the newest readable one (a corrupt one is deleted, as Kafka's
     /// `loadFromSnapshot` does) and replays every batch after it.
-    pub(super) fn load_producer_state(&mut self, now_ms: i64) -> Result<(), LogError> {
+    ///
+    /// After a clean shutdown that left no snapshot at all (a log written before producer state
+    /// existed), nothing is replayed and the state starts empty at the log end, as Kafka's
+    /// `rebuildProducerState` does for upgrades: a full scan of every segment at each start
+    /// would cost more than the producers it finds (they are accepted afresh at any sequence).
+    pub(super) fn load_producer_state(&mut self, now_ms: i64, clean_shutdown: bool) -> Result<(), LogError> {
         let (start, end) = (self.log_start_offset, self.log_end_offset());
         let expiration = self.config.producer_id_expiration_ms;
         let dir = self.dir.clone();
@@ -98,6 +103,11 @@ impl Log {
         self.io(cleaned.map_err(|e| snapshot_io("delete", &dir, -1, e)))?;
         let listed = producer_snapshot::list(&dir).map_err(|e| snapshot_io("list", &dir, -1, e));
         let mut offsets = self.io(listed)?;
+        if offsets.is_empty() && clean_shutdown {
+            self.producers = ProducerStateManager::new(start);
+            self.producers.update_map_end_offset(end);
+            return Ok(());
+        }
         let mut state = ProducerStateManager::new(start);
         while let Some(offset) = offsets.pop() {
             let read = producer_snapshot::read(&dir, offset).map_err(|e| snapshot_io("read", &dir, offset, e));
