@@ -31,12 +31,13 @@ pub enum ProducerIdError {
 }
 
 impl ProducerIdError {
-    /// The InitProducerId error code: ZooKeeper trouble is retriable for the client
-    /// (COORDINATOR_LOAD_IN_PROGRESS would send it elsewhere; Kafka answers what
-    /// `Errors.forException` maps a KafkaException to, UNKNOWN_SERVER_ERROR).
+    /// The InitProducerId error code. No block to hand out yet (ZooKeeper unreachable) is
+    /// COORDINATOR_LOAD_IN_PROGRESS, what Kafka 3.9's `RPCProducerIdManager` answers while it
+    /// waits for a block: clients retry it. A broken znode or the end of the id space is
+    /// UNKNOWN_SERVER_ERROR, as `Errors.forException` maps Kafka's `KafkaException`.
     pub fn error_code(&self) -> i16 {
         match self {
-            ProducerIdError::Zk(_) => 15, // COORDINATOR_NOT_AVAILABLE: retriable
+            ProducerIdError::Zk(_) => 14, // COORDINATOR_LOAD_IN_PROGRESS
             ProducerIdError::Exhausted { .. } | ProducerIdError::Corrupt(_) => -1, // UNKNOWN_SERVER_ERROR
         }
     }
