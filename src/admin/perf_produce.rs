@@ -41,6 +41,7 @@ use kafka_protocol::records::{
 use tokio::task::JoinSet;
 
 use super::perf_consume::{api_version, connect_to_leader, error_name, PerfError};
+use crate::client::{BrokerConnection, ClientError};
 
 /// The wait before a batch is sent again after a retriable error (`retry.backoff.ms`).
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
@@ -272,20 +273,22 @@ pub async fn run(options: &PerfProduceOptions) -> Result<PerfProduceReport, Perf
                 .with_partition_data(vec![PartitionProduceData::default()
                     .with_index(options.partition)
                     .with_records(Some(batch))])]);
-        let conn = Arc::clone(&conn);
         let (acks, partition, delivery_timeout) = (options.acks, options.partition, options.delivery_timeout);
+        let first_send = start_send(&conn, request.clone(), version, acks);
+        let conn = Arc::clone(&conn);
         in_flight.spawn(async move {
             let mut retries = 0;
-            let error_code = if acks == 0 {
-                conn.send_no_response(request, version).await.map(|()| 0)?
-            } else {
-                loop {
-                    let code = partition_error(&conn.send(request.clone(), version).await?, partition);
-                    if !code.err().is_some_and(|e| e.is_retriable()) || created.elapsed() >= delivery_timeout {
-                        break code;
+            let mut response = first_send.await?;
+            let error_code = match response.take() {
+                None => 0, // acks=0
+                Some(first) => {
+                    let mut code = partition_error(&first, partition);
+                    while code.err().is_some_and(|e| e.is_retriable()) && created.elapsed() < delivery_timeout {
+                        retries += 1;
+                        tokio::time::sleep(RETRY_BACKOFF).await;
+                        code = partition_error(&conn.send(request.clone(), version).await?, partition);
                     }
-                    retries += 1;
-                    tokio::time::sleep(RETRY_BACKOFF).await;
+                    code
                 }
             };
             Ok::<_, PerfError>(Outcome {
@@ -304,8 +307,32 @@ pub async fn run(options: &PerfProduceOptions) -> Result<PerfProduceReport, Perf
     Ok(stats.report(started, options.record_size))
 }
 
+type SendFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<ProduceResponse>, ClientError>> + Send>>;
+
+/// Starts sending `request` now, in the caller's order. A send queues its frame on the
+/// connection when first polled, and tasks spawned one after another are first polled in any
+/// order: an idempotent producer's batches could overtake each other and the broker would see a
+/// sequence gap. Polling once here (with a no-op waker; the task polls on with its own) queues
+/// the frame before the next batch is built. `None` for acks=0, which gets no response.
+fn start_send(conn: &Arc<BrokerConnection>, request: ProduceRequest, version: i16, acks: i16) -> SendFuture {
+    let conn = Arc::clone(conn);
+    let mut send: SendFuture = Box::pin(async move {
+        if acks == 0 {
+            conn.send_no_response(request, version).await.map(|()| None)
+        } else {
+            conn.send(request, version).await.map(Some)
+        }
+    });
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match send.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(done) => Box::pin(std::future::ready(done)),
+        std::task::Poll::Pending => send,
+    }
+}
+
 /// A producer id and epoch for an idempotent run.
-async fn init_producer_id(conn: &crate::client::BrokerConnection) -> Result<(i64, i16), PerfError> {
+async fn init_producer_id(conn: &BrokerConnection) -> Result<(i64, i16), PerfError> {
     let version = api_version(conn, ApiKey::InitProducerId, (0, 4))?;
     let request = InitProducerIdRequest::default()
         .with_transactional_id(None)
@@ -554,7 +581,9 @@ mod tests {
     #[test]
     fn idempotent_batches_carry_the_producer_and_continue_the_sequence() {
         let mut payload = Payload::new(100);
-        let batch = payload.batch(300, 20, PerfCompression::None, Some((7, 2))).expect("encodes");
+        let batch = payload
+            .batch(300, 20, PerfCompression::None, Some((7, 2)))
+            .expect("encodes");
         let headers = crate::protocol::record_batch::validate_batches(&batch, 1 << 20).expect("valid");
         assert_eq!(headers.len(), 1, "one batch");
         let h = &headers[0];
