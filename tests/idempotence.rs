@@ -4,7 +4,9 @@
 //! replayed on the wire is answered with its original offset and stored once, a sequence gap
 //! is OUT_OF_ORDER_SEQUENCE_NUMBER; the producer state survives a clean and a kill -9 restart
 //! and is rebuilt on followers, so a new leader deduplicates what its predecessor accepted;
-//! 20,000 records through a kill -9 of the leader arrive once each, in order.
+//! 20,000 records through a kill -9 of the leader arrive once each, in order, also when the
+//! new leader holds batches nobody acknowledged (a paused follower holds the high watermark
+//! back), which fails without deduplication.
 
 mod common;
 
@@ -389,9 +391,10 @@ const IDEMPOTENT_PRODUCER: &str = r#"
 import sys, time
 from confluent_kafka import Producer
 bootstrap, topic, count, acked_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+linger = int(sys.argv[5]) if len(sys.argv) > 5 else 5
 p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
               "max.in.flight.requests.per.connection": 5, "retry.backoff.ms": 100,
-              "message.timeout.ms": 180000, "linger.ms": 5, "request.timeout.ms": 5000,
+              "message.timeout.ms": 180000, "linger.ms": linger, "request.timeout.ms": 5000,
               "topic.metadata.refresh.interval.ms": 1000})
 acked = open(acked_path, "w", buffering=1)
 errors = []
@@ -500,5 +503,117 @@ async fn an_idempotent_producer_through_a_leader_kill_delivers_each_record_once_
         .collect();
     assert_eq!(consumed.len(), acked.len(), "consumed = acknowledged, no duplicates");
     assert_eq!(consumed, acked, "in order");
+    zk.close().await;
+}
+
+/// The retry case idempotence exists for, made certain: one follower is paused (acks=all then
+/// waits for it) while the other keeps replicating, so when the leader is killed the survivor
+/// holds batches the producer never had acknowledged. Becoming leader, it must answer their
+/// retries with the original offsets (without deduplication they are OUT_OF_ORDER_SEQUENCE_NUMBER
+/// and librdkafka fails the records).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_answers_retries_of_batches_it_replicated_but_nobody_acknowledged() {
+    const COUNT: usize = 20_000;
+    let chroot = unique_chroot("idem-unacked");
+    let extra = [("min.insync.replicas", "2")];
+    let specs: Vec<BrokerSpec> = (1..=3).map(|id| spec(&chroot, id, &extra)).collect();
+    let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 3).await;
+    create_topic(&zk, "unacked", "[1,2,3]").await;
+    wait_until(Duration::from_secs(30), "a full ISR", || async {
+        isr(&zk, "unacked").await.len() == 3
+    })
+    .await;
+    let first_leader = leader(&zk, "unacked").await;
+    let followers: Vec<i32> = (1..=3).filter(|id| *id != first_leader).collect();
+    let (paused, survivor) = (followers[0], followers[1]);
+    let boot = bootstrap(&zk).await;
+    let acked_file = tempfile::NamedTempFile::new().expect("temp");
+    let acked_path = acked_file.path().to_path_buf();
+    let producer = python(&[
+        "-c",
+        IDEMPOTENT_PRODUCER,
+        &boot,
+        "unacked",
+        &COUNT.to_string(),
+        acked_path.to_str().expect("utf-8 temp path"),
+        // Larger batches: five requests in flight then hold thousands of records.
+        "50",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .expect("producer");
+    wait_until(Duration::from_secs(60), "3,000 records acknowledged", || {
+        let p = acked_path.clone();
+        async move { lines(&p).len() >= 3_000 }
+    })
+    .await;
+    brokers[(paused - 1) as usize].signal("STOP");
+    let survivor_dir = brokers[(survivor - 1) as usize].log_dir.clone();
+    wait_until(
+        // Before the paused follower's session expires and the controller drops it from the ISR.
+        Duration::from_millis(SESSION_MS - 500),
+        "records replicated to the survivor but not acknowledged",
+        || {
+            let (p, d) = (acked_path.clone(), survivor_dir.clone());
+            async move { common::replicas::log_end(&d, "unacked", 0) > lines(&p).len() as i64 + 200 }
+        },
+    )
+    .await;
+    brokers[(first_leader - 1) as usize].signal("KILL");
+    let unacked_on_survivor = common::replicas::log_end(&survivor_dir, "unacked", 0) - lines(&acked_path).len() as i64;
+    wait_until(
+        Duration::from_millis(SESSION_MS + 15_000),
+        "the survivor leads",
+        || async { leader(&zk, "unacked").await == survivor },
+    )
+    .await;
+    brokers[(paused - 1) as usize].signal("CONT");
+    wait_until(
+        Duration::from_secs(20),
+        "the killed leader's registration to expire",
+        || async {
+            zk.exists(&format!("/brokers/ids/{first_leader}"))
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+        },
+    )
+    .await;
+    let i = (first_leader - 1) as usize;
+    let old = brokers.remove(i);
+    brokers.insert(i, old.restart(&specs[i]));
+    let out = tokio::task::spawn_blocking(move || producer.wait_with_output())
+        .await
+        .expect("join")
+        .expect("producer exit");
+    assert!(out.status.success(), "producer failed");
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        unacked_on_survivor > 0,
+        "the survivor held unacknowledged records at the kill"
+    );
+    assert_eq!(report.trim(), "errors 0 []", "every record acknowledged");
+    let acked = lines(&acked_path);
+    assert_eq!(
+        acked,
+        (0..COUNT as i64).collect::<Vec<_>>(),
+        "acknowledged once each, in order"
+    );
+    eprintln!(
+        "ISR at the end: {:?} (leader {}, paused {paused}, killed {first_leader})",
+        isr(&zk, "unacked").await,
+        leader(&zk, "unacked").await
+    );
+    let boot = bootstrap(&zk).await;
+    let consumed: Vec<i64> = tokio::task::spawn_blocking(move || consume_all(&boot, "unacked"))
+        .await
+        .expect("consumer")
+        .iter()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    assert_eq!(consumed, acked, "consumed = acknowledged: no duplicates, in order");
     zk.close().await;
 }
