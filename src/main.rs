@@ -35,10 +35,10 @@ enum Command {
     /// Benchmarks: the log against this machine's own limits, and producer/consumer load.
     #[command(subcommand)]
     Perf(PerfCommand),
-    /// Print the batches of segment files (.log) and check index files (.index, .timeindex),
-    /// like kafka-dump-log.
+    /// Print the batches of segment files (.log), check index files (.index, .timeindex) and
+    /// print producer snapshots (.snapshot), like kafka-dump-log.
     DumpLog {
-        /// Segment, offset-index or time-index files.
+        /// Segment, offset-index, time-index or producer-snapshot files.
         #[arg(long = "files", value_name = "FILE", num_args = 1.., required = true, value_delimiter = ',')]
         files: Vec<PathBuf>,
         /// Also decode each record (key, value, headers).
