@@ -3,17 +3,12 @@
 //! usable `.snapshot` plus the batches after it, taking snapshots, expiring idle producers.
 //! The rules themselves live in [`super::super::producer_state`].
 
-use bytes::Bytes;
-
 use super::{Log, LogAppendInfo, LogError};
 use crate::log::config::TimestampType;
 use crate::log::producer_snapshot;
 use crate::log::producer_state::{AppendOrigin, BatchMetadata, ProducerAppend, ProducerBatch, ProducerStateManager};
 use crate::log::segment::SegmentIoError;
 use crate::protocol::record_batch::BatchHeader;
-
-/// How much log a rebuild reads at a time.
-const REPLAY_READ_BYTES: usize = 1 << 20;
 
 /// What checking a leader append against the producer state decided.
 pub(super) enum ProducerCheck {
@@ -130,25 +125,33 @@ impl Log {
         Ok(())
     }
 
-    /// Replays the batches from `from` to the log end into the producer state.
-    fn replay_producers_from(&mut self, mut from: i64) -> Result<(), LogError> {
+    /// Replays the batches from `from` to the log end into the producer state, reading only
+    /// their headers.
+    fn replay_producers_from(&mut self, from: i64) -> Result<(), LogError> {
         let end = self.log_end_offset();
-        from = from.max(self.log_start_offset);
-        while from < end {
-            let chunk: Bytes = self.read(from, REPLAY_READ_BYTES, end, true)?;
-            if chunk.is_empty() {
+        let from = from.max(self.log_start_offset);
+        let producers = &mut self.producers;
+        let mut walked = Ok(());
+        for (_, seg) in self
+            .segments
+            .range(..=from)
+            .next_back()
+            .into_iter()
+            .chain(self.segments.range(from + 1..))
+        {
+            if seg.next_offset() <= from {
+                continue;
+            }
+            walked = seg.for_each_header_from(from, |header| {
+                if let Some(batch) = ProducerBatch::from_header(header) {
+                    producers.replay(&batch);
+                }
+            });
+            if walked.is_err() {
                 break;
             }
-            let mut position = 0;
-            while position < chunk.len() {
-                let header = BatchHeader::parse(&chunk[position..])?;
-                if let Some(batch) = ProducerBatch::from_header(&header) {
-                    self.producers.replay(&batch);
-                }
-                from = header.next_offset();
-                position += header.size_in_bytes();
-            }
         }
+        self.io(walked)?;
         self.producers.update_map_end_offset(end);
         Ok(())
     }
