@@ -37,10 +37,10 @@ enum Command {
     Perf(PerfCommand),
     /// Ask a broker for metadata and exit 0 if it is healthy (a container healthcheck).
     Health(HealthArgs),
-    /// Print the batches of segment files (.log) and check index files (.index, .timeindex),
-    /// like kafka-dump-log.
+    /// Print the batches of segment files (.log), check index files (.index, .timeindex) and
+    /// print producer snapshots (.snapshot), like kafka-dump-log.
     DumpLog {
-        /// Segment, offset-index or time-index files.
+        /// Segment, offset-index, time-index or producer-snapshot files.
         #[arg(long = "files", value_name = "FILE", num_args = 1.., required = true, value_delimiter = ',')]
         files: Vec<PathBuf>,
         /// Also decode each record (key, value, headers).
@@ -190,6 +190,9 @@ struct PerfProduceArgs {
     /// Produce requests awaiting a response at a time.
     #[arg(long, default_value_t = 5)]
     max_in_flight: usize,
+    /// Produce as an idempotent producer (InitProducerId, sequence numbers).
+    #[arg(long)]
+    idempotent: bool,
 }
 
 #[derive(Debug, Args)]
@@ -472,6 +475,7 @@ async fn perf_produce(args: PerfProduceArgs) -> anyhow::Result<()> {
         batch_size: args.batch_size,
         compression: args.compression,
         max_in_flight: args.max_in_flight,
+        idempotent: args.idempotent,
         ..PerfProduceOptions::new(args.target.bootstrap, args.target.topic, args.records, args.record_size)
     };
     let report = run(&options).await.context("perf produce")?;

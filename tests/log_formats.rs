@@ -38,14 +38,14 @@ fn batch(n: usize, timestamp: i64) -> Vec<u8> {
     build_batch(0, -1, &records, timestamp)
 }
 
-fn client_batch(compression: Compression) -> Vec<u8> {
+fn client_batch(compression: Compression, producer_id: i64) -> Vec<u8> {
     let records: Vec<KpRecord> = (0..4)
         .map(|i| KpRecord {
             transactional: false,
             control: false,
             partition_leader_epoch: -1,
             // An idempotent producer (the default since Kafka 3.0): one batch for all four.
-            producer_id: 42,
+            producer_id,
             producer_epoch: 0,
             timestamp_type: KpTs::Creation,
             offset: i,
@@ -74,8 +74,10 @@ fn batches_from_an_independent_encoder_are_stored_and_decode_with_their_new_offs
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open(dir.path(), LogConfig::default());
     log.append_as_leader(&mut batch(3, 1), 0, 0).expect("offsets 0..=2");
-    for compression in [Compression::None, Compression::Gzip] {
-        let mut b = client_batch(compression);
+    // One producer per batch: the same producer's sequences 0..=3 again would be a retry,
+    // answered with the first batch's offsets and not stored.
+    for (producer_id, compression) in [(42, Compression::None), (43, Compression::Gzip)] {
+        let mut b = client_batch(compression, producer_id);
         let sent = b.clone();
         let info = log.append_as_leader(&mut b, 7, 0).expect("client batch accepted");
         let stored = log

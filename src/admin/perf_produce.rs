@@ -15,6 +15,13 @@
 //! again after 100 ms until `delivery_timeout`; its latency includes the retries. Like Kafka's
 //! tool, only records acknowledged without error count as sent; records refused for good are
 //! counted per error code and reported. Losing the connection ends the run with an error.
+//!
+//! With `idempotent`, the run first asks for a producer id (InitProducerId) and numbers its
+//! batches' records from sequence 0 in send order, as an idempotent producer does. A retried
+//! batch keeps its sequence (the broker answers a duplicate with the original offsets); there
+//! is no re-ordering of later in-flight batches after a retriable error, which a real client
+//! does, so such a run may count OUT_OF_ORDER_SEQUENCE_NUMBER failures when the broker refuses
+//! batches mid-run.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,7 +33,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::error::ParseResponseErrorCode;
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression as KpCompression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
@@ -34,6 +41,7 @@ use kafka_protocol::records::{
 use tokio::task::JoinSet;
 
 use super::perf_consume::{api_version, connect_to_leader, error_name, PerfError};
+use crate::client::{BrokerConnection, ClientError};
 
 /// The wait before a batch is sent again after a retriable error (`retry.backoff.ms`).
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
@@ -103,6 +111,8 @@ pub struct PerfProduceOptions {
     pub connect_timeout: Duration,
     /// How long a batch is retried after retriable errors (`delivery.timeout.ms`, 120 s).
     pub delivery_timeout: Duration,
+    /// Send as an idempotent producer (`enable.idempotence`): producer id, epoch, sequences.
+    pub idempotent: bool,
 }
 
 impl PerfProduceOptions {
@@ -120,6 +130,7 @@ impl PerfProduceOptions {
             max_in_flight: 5,
             connect_timeout: Duration::from_secs(10),
             delivery_timeout: Duration::from_secs(120),
+            idempotent: false,
         }
     }
 
@@ -229,6 +240,11 @@ pub async fn run(options: &PerfProduceOptions) -> Result<PerfProduceReport, Perf
         .await?,
     );
     let version = api_version(&conn, ApiKey::Produce, (3, 9))?;
+    let producer = if options.idempotent {
+        Some(init_producer_id(&conn).await?)
+    } else {
+        None
+    };
     let mut payload = Payload::new(options.record_size);
     let per_batch = options.records_per_batch();
     let topic = TopicName(StrBytes::from_string(options.topic.clone()));
@@ -248,7 +264,7 @@ pub async fn run(options: &PerfProduceOptions) -> Result<PerfProduceReport, Perf
         }
         let count = per_batch.min(options.records - queued);
         let created = Instant::now();
-        let batch = payload.batch(queued, count, options.compression)?;
+        let batch = payload.batch(queued, count, options.compression, producer)?;
         let request = ProduceRequest::default()
             .with_acks(options.acks)
             .with_timeout_ms(30_000)
@@ -257,20 +273,22 @@ pub async fn run(options: &PerfProduceOptions) -> Result<PerfProduceReport, Perf
                 .with_partition_data(vec![PartitionProduceData::default()
                     .with_index(options.partition)
                     .with_records(Some(batch))])]);
-        let conn = Arc::clone(&conn);
         let (acks, partition, delivery_timeout) = (options.acks, options.partition, options.delivery_timeout);
+        let first_send = start_send(&conn, request.clone(), version, acks);
+        let conn = Arc::clone(&conn);
         in_flight.spawn(async move {
             let mut retries = 0;
-            let error_code = if acks == 0 {
-                conn.send_no_response(request, version).await.map(|()| 0)?
-            } else {
-                loop {
-                    let code = partition_error(&conn.send(request.clone(), version).await?, partition);
-                    if !code.err().is_some_and(|e| e.is_retriable()) || created.elapsed() >= delivery_timeout {
-                        break code;
+            let mut response = first_send.await?;
+            let error_code = match response.take() {
+                None => 0, // acks=0
+                Some(first) => {
+                    let mut code = partition_error(&first, partition);
+                    while code.err().is_some_and(|e| e.is_retriable()) && created.elapsed() < delivery_timeout {
+                        retries += 1;
+                        tokio::time::sleep(RETRY_BACKOFF).await;
+                        code = partition_error(&conn.send(request.clone(), version).await?, partition);
                     }
-                    retries += 1;
-                    tokio::time::sleep(RETRY_BACKOFF).await;
+                    code
                 }
             };
             Ok::<_, PerfError>(Outcome {
@@ -287,6 +305,46 @@ pub async fn run(options: &PerfProduceOptions) -> Result<PerfProduceReport, Perf
         stats.add(done??);
     }
     Ok(stats.report(started, options.record_size))
+}
+
+type SendFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<ProduceResponse>, ClientError>> + Send>>;
+
+/// Starts sending `request` now, in the caller's order. A send queues its frame on the
+/// connection when first polled, and tasks spawned one after another are first polled in any
+/// order: an idempotent producer's batches could overtake each other and the broker would see a
+/// sequence gap. Polling once here (with a no-op waker; the task polls on with its own) queues
+/// the frame before the next batch is built. `None` for acks=0, which gets no response.
+fn start_send(conn: &Arc<BrokerConnection>, request: ProduceRequest, version: i16, acks: i16) -> SendFuture {
+    let conn = Arc::clone(conn);
+    let mut send: SendFuture = Box::pin(async move {
+        if acks == 0 {
+            conn.send_no_response(request, version).await.map(|()| None)
+        } else {
+            conn.send(request, version).await.map(Some)
+        }
+    });
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match send.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(done) => Box::pin(std::future::ready(done)),
+        std::task::Poll::Pending => send,
+    }
+}
+
+/// A producer id and epoch for an idempotent run.
+async fn init_producer_id(conn: &BrokerConnection) -> Result<(i64, i16), PerfError> {
+    let version = api_version(conn, ApiKey::InitProducerId, (0, 4))?;
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_transaction_timeout_ms(60_000);
+    let response = conn.send(request, version).await?;
+    if response.error_code != 0 {
+        return Err(PerfError::Protocol {
+            addr: conn.addr().to_string(),
+            reason: format!("InitProducerId failed: {}", error_name(response.error_code)),
+        });
+    }
+    Ok((response.producer_id.0, response.producer_epoch))
 }
 
 /// The partition's error code in a Produce response (-1, unknown, if it is missing).
@@ -404,8 +462,16 @@ impl Payload {
         self.pool.slice(start..start + self.record_size)
     }
 
-    /// One v2 batch of `count` records (offsets 0.., CreateTime now, no key, no producer id).
-    fn batch(&mut self, first: u64, count: u64, compression: PerfCompression) -> Result<Bytes, PerfError> {
+    /// One v2 batch of `count` records (offsets 0.., CreateTime now, no key), of `producer`
+    /// (id, epoch) with base sequence `first` if given, else without producer id.
+    fn batch(
+        &mut self,
+        first: u64,
+        count: u64,
+        compression: PerfCompression,
+        producer: Option<(i64, i16)>,
+    ) -> Result<Bytes, PerfError> {
+        let (producer_id, producer_epoch) = producer.unwrap_or((-1, -1));
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
@@ -414,13 +480,17 @@ impl Payload {
                 transactional: false,
                 control: false,
                 partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
+                producer_id,
+                producer_epoch,
                 timestamp_type: TimestampType::Creation,
                 offset,
-                // The encoder starts a new batch when offset − sequence changes; this keeps one
-                // batch and makes its base sequence -1 (no sequence), as a non-idempotent client.
-                sequence: offset as i32 - 1,
+                // The encoder starts a new batch when offset − sequence changes; either keeps
+                // one batch: base sequence `first` (idempotent, wrapping as sequences do) or -1
+                // (no sequence), as a non-idempotent client.
+                sequence: match producer {
+                    Some(_) => (first as i32).wrapping_add(offset as i32),
+                    None => offset as i32 - 1,
+                },
                 timestamp: now_ms,
                 key: None,
                 value: Some(self.value()),
@@ -477,7 +547,7 @@ mod tests {
     fn batches_are_one_valid_v2_batch_with_no_sequence_and_compress_like_text() {
         let mut payload = Payload::new(100);
         let count = PerfProduceOptions::new("b:1", "t", 1000, 100).records_per_batch();
-        let plain = payload.batch(0, count, PerfCompression::None).expect("encodes");
+        let plain = payload.batch(0, count, PerfCompression::None, None).expect("encodes");
         let headers = crate::protocol::record_batch::validate_batches(&plain, 1 << 20).expect("valid");
         assert_eq!(headers.len(), 1);
         assert_eq!(
@@ -495,7 +565,7 @@ mod tests {
             PerfCompression::Lz4,
             PerfCompression::Zstd,
         ] {
-            let packed = payload.batch(0, count, codec).expect("encodes");
+            let packed = payload.batch(0, count, codec, None).expect("encodes");
             let headers = crate::protocol::record_batch::validate_batches(&packed, 1 << 20).expect("valid");
             assert_eq!(headers[0].record_count, count as i32, "{codec:?}");
             // Random words: every codec gains something on average but never everything, and
@@ -506,6 +576,19 @@ mod tests {
                 packed.len()
             );
         }
+    }
+
+    #[test]
+    fn idempotent_batches_carry_the_producer_and_continue_the_sequence() {
+        let mut payload = Payload::new(100);
+        let batch = payload
+            .batch(300, 20, PerfCompression::None, Some((7, 2)))
+            .expect("encodes");
+        let headers = crate::protocol::record_batch::validate_batches(&batch, 1 << 20).expect("valid");
+        assert_eq!(headers.len(), 1, "one batch");
+        let h = &headers[0];
+        assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (7, 2, 300));
+        assert_eq!((h.record_count, h.last_sequence()), (20, 319));
     }
 
     #[test]

@@ -277,6 +277,7 @@ static KEYS: &[ConfigKey] = &[
     k("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "10000", AtLeast(1), "How often timed-out transactions are rolled back."),
     k("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", AtLeast(1), "How often expired transactional ids are removed."),
     k("producer.id.expiration.ms", Int, "86400000", AtLeast(1), "Idle producer ids expire after this."),
+    k("producer.id.expiration.check.interval.ms", Int, "600000", AtLeast(1), "How often idle producer ids are expired."),
     // ---- Metrics ----
     k("metric.reporters", List, "", NO, "MetricsReporter classes (Java plug-ins; ignored by kastle)."),
     k("metrics.num.samples", Int, "2", AtLeast(1), "Samples kept to compute metrics."),

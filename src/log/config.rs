@@ -47,6 +47,8 @@ pub struct LogConfig {
     pub min_compaction_lag_ms: i64,
     /// `max.compaction.lag.ms`: a log with dirty data older than this is cleaned whatever its ratio.
     pub max_compaction_lag_ms: i64,
+    /// `producer.id.expiration.ms`: a producer idle this long loses its state (broker-wide).
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -70,6 +72,7 @@ impl Default for LogConfig {
             delete_retention_ms: 24 * 3600 * 1000,
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
+            producer_id_expiration_ms: 86_400_000,
         }
     }
 }
@@ -158,6 +161,9 @@ impl LogConfig {
             max_compaction_lag_ms: config
                 .get_i64("log.cleaner.max.compaction.lag.ms")
                 .unwrap_or(d.max_compaction_lag_ms),
+            producer_id_expiration_ms: config
+                .get_i64("producer.id.expiration.ms")
+                .unwrap_or(d.producer_id_expiration_ms),
         }
     }
 

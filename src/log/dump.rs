@@ -1,5 +1,5 @@
 //! The library side of `kastle dump-log FILE…`: prints a segment's `.log`, `.index`,
-//! `.timeindex` or `.txnindex` the way Kafka's `kafka-dump-log` (`DumpLogSegments.scala`) does,
+//! `.timeindex` or `.txnindex`, or a producer-state `.snapshot`, the way Kafka's `kafka-dump-log` (`DumpLogSegments.scala`) does,
 //! so output can be diffed against Kafka's tool on the same files.
 //!
 //! `dump/index.rs` holds the index-file formats; `dump/tests.rs` the tests. Compressed batches
@@ -50,7 +50,7 @@ pub struct DumpSummary {
 pub fn dump_file(path: &Path, options: &DumpOptions, out: &mut dyn Write) -> io::Result<DumpSummary> {
     writeln!(out, "Dumping {}", path.display())?;
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if !matches!(extension, "log" | "index" | "timeindex" | "txnindex") {
+    if !matches!(extension, "log" | "index" | "timeindex" | "txnindex" | "snapshot") {
         writeln!(out, "Ignoring unknown file {}", path.display())?;
         return Ok(DumpSummary::default());
     }
@@ -59,8 +59,47 @@ pub fn dump_file(path: &Path, options: &DumpOptions, out: &mut dyn Write) -> io:
         "log" => dump_log(path, base_offset, options, out),
         "index" => dump_offset_index(path, base_offset, out),
         "timeindex" => dump_time_index(path, base_offset, out),
+        "snapshot" => dump_producer_snapshot(path, out),
         _ => dump_txn_index(path, out),
     }
+}
+
+/// A producer-state snapshot, one line per producer as `DumpLogSegments.dumpProducerIdSnapshot`
+/// prints it; a corrupt snapshot is reported and counts as invalid.
+fn dump_producer_snapshot(path: &Path, out: &mut dyn Write) -> io::Result<DumpSummary> {
+    let entries = match super::producer_snapshot::decode(&fs::read(path)?) {
+        Ok(entries) => entries,
+        Err(e) => {
+            writeln!(out, "{e}")?;
+            return Ok(DumpSummary {
+                invalid: Some(e.to_string()),
+                ..DumpSummary::default()
+            });
+        }
+    };
+    for e in &entries {
+        let txn = e
+            .current_txn_first_offset
+            .map_or("OptionalLong.empty".to_string(), |o| format!("OptionalLong[{o}]"));
+        write!(
+            out,
+            "producerId: {} producerEpoch: {} coordinatorEpoch: {} currentTxnFirstOffset: {txn} lastTimestamp: {} ",
+            e.producer_id, e.producer_epoch, e.coordinator_epoch, e.last_timestamp
+        )?;
+        if let Some(b) = e.batches().next() {
+            write!(
+                out,
+                "firstSequence: {} lastSequence: {} lastOffset: {} offsetDelta: {} timestamp: {}",
+                b.first_seq(),
+                b.last_seq,
+                b.last_offset,
+                b.offset_delta,
+                b.timestamp
+            )?;
+        }
+        writeln!(out)?;
+    }
+    Ok(DumpSummary::default())
 }
 
 /// Kafka names segment files after their base offset: `00000000000000000042.log`.

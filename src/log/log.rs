@@ -13,10 +13,15 @@ use super::config::{LogConfig, TimestampType};
 use super::failure::LogDirFailureChannel;
 use super::file::Faults;
 use super::leader_epoch::LeaderEpochFileCache;
+use super::producer_state::{ProducerStateError, ProducerStateManager};
 use super::retention::{self, RetentionConfig, SegmentSummary};
 use super::segment::{self, LogSegment, SegmentIoError};
 use crate::protocol::record_batch::{self, BatchError, BatchHeader};
 use crate::types::TopicPartition;
+
+#[path = "log_producers.rs"]
+mod producers;
+use producers::ProducerCheck;
 
 /// Name of the leader-epoch checkpoint inside a partition dir.
 pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
@@ -45,6 +50,9 @@ pub enum LogError {
     },
     #[error("a {size}-byte append cannot fit a segment of segment.bytes={segment_bytes}")]
     TooLargeForSegment { size: usize, segment_bytes: u64 },
+    /// An idempotent producer's batch broke the sequence or epoch rules.
+    #[error(transparent)]
+    Producer(ProducerStateError),
 }
 
 impl LogError {
@@ -56,6 +64,7 @@ impl LogError {
             LogError::InvalidBatch(e) => e.error_code(),
             LogError::UnexpectedAppendOffset { .. } => 2, // CORRUPT_MESSAGE, as Kafka maps it
             LogError::TooLargeForSegment { .. } => 18,    // RECORD_LIST_TOO_LARGE
+            LogError::Producer(e) => e.error_code(),
         }
     }
 }
@@ -103,6 +112,8 @@ pub struct Log {
     /// The lowest offset the log was truncated to since the cleaner last looked: its checkpoint
     /// must not stay above it (Kafka's `maybeTruncateCheckpoint`).
     truncated_to: Option<i64>,
+    /// Idempotent producers' sequences and last batches (see `log_producers.rs`).
+    producers: ProducerStateManager,
 }
 
 /// Opening arguments shared by every log of a LogManager.
@@ -231,6 +242,7 @@ impl Log {
             last_flush_ms: now_ms,
             unflushed_truncation: report.truncated_bytes > 0 || report.dropped_segments > 0,
             truncated_to: None,
+            producers: ProducerStateManager::new(0),
         };
         if log.segments.is_empty() {
             let start = log_start_offset.unwrap_or(0).max(0);
@@ -252,6 +264,7 @@ impl Log {
         log.epochs
             .truncate_from_start(log.log_start_offset)
             .map_err(|e| storage(checkpoint_io(dir, e)))?;
+        log.load_producer_state(now_ms, clean_shutdown)?;
         Ok((log, report))
     }
 
@@ -393,6 +406,10 @@ impl Log {
         } else {
             -1
         };
+        let producer_append = match self.check_producers(&headers, first_offset, log_append_time)? {
+            ProducerCheck::Duplicate(original) => return Ok(original),
+            ProducerCheck::Append(append) => append,
+        };
         let mut next = first_offset;
         let mut position = 0;
         let mut assigned = Vec::with_capacity(headers.len());
@@ -409,6 +426,7 @@ impl Log {
             position += size;
         }
         let info = self.append_assigned(records, &assigned, now_ms)?;
+        self.commit_producers(producer_append);
         Ok(LogAppendInfo {
             log_append_time,
             ..info
@@ -437,7 +455,9 @@ impl Log {
                 log_end: leo,
             });
         }
-        self.append_assigned(records, &headers, now_ms)
+        let info = self.append_assigned(records, &headers, now_ms)?;
+        self.replay_producers(&headers);
+        Ok(info)
     }
 
     fn append_assigned(
@@ -542,7 +562,7 @@ impl Log {
         let seg = self.io(created)?;
         self.segments.insert(leo, seg);
         self.recovery_point = self.recovery_point.max(leo);
-        Ok(())
+        self.take_producer_snapshot()
     }
 
     /// Whole batches from `offset` up to `max_bytes` (the first batch whole if `min_one`),
@@ -611,6 +631,9 @@ impl Log {
         self.recovery_point = self.recovery_point.min(leo);
         self.unflushed_truncation = true;
         self.note_truncation(offset);
+        // Kafka's `truncateAndReload`: the state is rebuilt for what the log still holds
+        // (expiry is left to the periodic check, which knows the time).
+        self.load_producer_state(i64::MIN, false)?;
         Ok(true)
     }
 
@@ -641,7 +664,7 @@ impl Log {
         self.recovery_point = offset;
         self.unflushed_truncation = true;
         self.note_truncation(offset);
-        Ok(())
+        self.clear_producer_state(offset)
     }
 
     /// Moves the log start offset forward (DeleteRecords, or the leader's start for a follower).
@@ -653,6 +676,7 @@ impl Log {
                 .truncate_from_start(offset)
                 .map_err(|e| checkpoint_io(&self.dir, e));
             self.io(cut)?;
+            self.delete_snapshots_before_log_start()?;
         }
         Ok(())
     }
@@ -714,6 +738,7 @@ impl Log {
                 .truncate_from_start(first_base)
                 .map_err(|e| checkpoint_io(&self.dir, e));
             self.io(cut)?;
+            self.delete_snapshots_before_log_start()?;
         }
         Ok(deleted)
     }

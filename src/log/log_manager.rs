@@ -369,11 +369,22 @@ impl LogManager {
         written
     }
 
-    /// Flushes every log, then writes the checkpoints (clean shutdown). Deferred leader-epoch
-    /// entries are not written: an epoch without records needs none (see `leader_epoch`).
+    /// Drops every log's producers idle for `producer.id.expiration.ms` (Kafka's
+    /// `producer.id.expiration.check.interval.ms` task). Returns how many.
+    pub fn remove_expired_producers(&self, now_ms: i64) -> usize {
+        self.all_logs()
+            .iter()
+            .map(|(_, log)| lock(log).remove_expired_producers(now_ms))
+            .sum()
+    }
+
+    /// Flushes every log and snapshots its producer state, then writes the checkpoints (clean
+    /// shutdown). Deferred leader-epoch entries are not written: an epoch without records needs
+    /// none (see `leader_epoch`).
     pub fn flush_all(&self, now_ms: i64) {
         for (tp, log) in self.all_logs() {
-            if let Err(e) = lock(&log).flush(now_ms) {
+            let mut log = lock(&log);
+            if let Err(e) = log.flush(now_ms).and_then(|()| log.take_producer_snapshot()) {
                 tracing::warn!(%tp, error = %e, "flush failed");
             }
         }

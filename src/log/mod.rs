@@ -1,7 +1,8 @@
 //! Kafka's on-disk log. [`log_manager::LogManager`] owns every partition's [`log::Log`] across
 //! `log.dirs`; a log is a run of [`segment::LogSegment`]s (`.log` + `.index` + `.timeindex`),
-//! plus its leader-epoch cache; [`cleaner::LogCleaner`] compacts `cleanup.policy=compact` logs.
-//! Also the per-dir files: checkpoints, `meta.properties`, the
+//! plus its leader-epoch cache and its idempotent producers' state (`producer_state`, snapshotted
+//! in Kafka's `.snapshot` files by `producer_snapshot`); [`cleaner::LogCleaner`] compacts
+//! `cleanup.policy=compact` logs. Also the per-dir files: checkpoints, `meta.properties`, the
 //! clean-shutdown marker; and log-dir failure signalling. This module knows nothing about
 //! ZooKeeper or the network.
 
@@ -19,6 +20,8 @@ pub mod log;
 pub mod log_manager;
 pub mod meta_properties;
 pub mod offset_index;
+pub mod producer_snapshot;
+pub mod producer_state;
 pub mod retention;
 pub mod segment;
 pub mod time_index;

@@ -285,6 +285,24 @@ impl LogSegment {
         Ok(None)
     }
 
+    /// Calls `visit` with the header of every batch from the one holding `offset` to the end,
+    /// reading 61 bytes per batch, not the records (what rebuilding producer state needs).
+    pub fn for_each_header_from(&self, offset: i64, mut visit: impl FnMut(&BatchHeader)) -> Result<(), SegmentIoError> {
+        let Some((mut position, first)) = self.translate_offset(offset)? else {
+            return Ok(());
+        };
+        visit(&first);
+        position += first.size_in_bytes() as u64;
+        while position < self.log.size() {
+            let Some(header) = self.header_at(position)? else {
+                break;
+            };
+            visit(&header);
+            position += header.size_in_bytes() as u64;
+        }
+        Ok(())
+    }
+
     /// Whole batches from the one holding `offset`, at most `max_bytes` (but the first batch
     /// whole when `min_one` and it is larger), stopping before any batch reaching `max_offset`
     /// (exclusive: the HW for consumers, the LEO for replicas).

@@ -127,6 +127,7 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
             inter_broker_listener: config.inter_broker_listener_name().to_string(),
         },
         groups: groups.clone(),
+        producer_ids: crate::server::producer_ids::ProducerIdManager::new(zk.clone(), id),
         controller: std::sync::OnceLock::new(),
     });
 
@@ -253,6 +254,15 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
     if let Some(stopped) = start_log_cleaner(config, &log_manager, &replica_manager, stop_rx.clone()) {
         tasks.push(stopped);
     }
+    // Kafka's producer-expiration task (`producer.id.expiration.check.interval.ms`).
+    let m = log_manager.clone();
+    let every = ms(config, "producer.id.expiration.check.interval.ms", 600_000);
+    tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
+        let expired = m.remove_expired_producers(now_ms());
+        if expired > 0 {
+            tracing::info!(expired, "expired idle producer ids");
+        }
+    })));
     tasks.push(tokio::spawn(follow_broker_epoch(
         epoch.clone(),
         replica_manager.clone(),

@@ -7,6 +7,7 @@ pub mod controlled_shutdown;
 pub mod listeners;
 pub mod log_dirs;
 pub mod metadata_cache;
+pub mod producer_ids;
 pub mod registration;
 pub mod topic_creation;
 

@@ -366,3 +366,39 @@ fn unknown_files_are_ignored_and_bad_names_are_errors() {
     let err = dump_file(&bad, &DumpOptions::default(), &mut Vec::new()).expect_err("no base offset");
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
 }
+
+#[test]
+fn a_producer_snapshot_dumps_one_line_per_producer_and_a_corrupt_one_is_invalid() {
+    use crate::log::producer_state::{AppendOrigin, ProducerBatch, ProducerStateManager};
+    let mut state = ProducerStateManager::new(0);
+    let batch = ProducerBatch {
+        producer_id: 1000,
+        producer_epoch: 2,
+        first_seq: 5,
+        last_seq: 7,
+        first_offset: 40,
+        last_offset: 42,
+        max_timestamp: TS,
+    };
+    let mut append = state.prepare(AppendOrigin::Client);
+    append.append(&state, &batch).expect("valid");
+    state.commit(append);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bytes = crate::log::producer_snapshot::encode(state.entries().into_iter());
+    let path = write(dir.path(), "00000000000000000043.snapshot", &bytes);
+    let (lines, summary) = dump(&path, false);
+    assert_eq!(
+        lines[1],
+        format!(
+            "producerId: 1000 producerEpoch: 2 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty \
+             lastTimestamp: {TS} firstSequence: 5 lastSequence: 7 lastOffset: 42 offsetDelta: 2 timestamp: {TS}"
+        )
+    );
+    assert!(summary.invalid.is_none());
+    let mut corrupt = bytes.clone();
+    corrupt[12] ^= 1;
+    let path = write(dir.path(), "00000000000000000044.snapshot", &corrupt);
+    let (lines, summary) = dump(&path, false);
+    assert!(lines[1].contains("snapshot is corrupt"), "{lines:?}");
+    assert!(summary.invalid.is_some());
+}

@@ -9,6 +9,7 @@ mod delete_topics;
 mod elect_leaders;
 mod fetch;
 mod groups;
+mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
@@ -49,6 +50,8 @@ pub struct KafkaApis {
     pub config: ApiConfig,
     /// The group coordinator for the `__consumer_offsets` partitions this broker leads.
     pub groups: std::sync::Arc<crate::coordinator::group::GroupCoordinator>,
+    /// Producer ids for InitProducerId, claimed in blocks from ZooKeeper.
+    pub producer_ids: crate::server::producer_ids::ProducerIdManager<ZkSession>,
     /// This broker's controller module, set once it has started (after the handlers exist).
     pub controller: std::sync::OnceLock<crate::controller::ControllerHandle>,
 }
@@ -81,6 +84,9 @@ impl RequestHandler for KafkaApis {
             }
             RequestKind::CreateTopics(r) => {
                 Some(ResponseKind::CreateTopics(create_topics::handle(self, &ctx, r).await))
+            }
+            RequestKind::InitProducerId(r) => {
+                Some(ResponseKind::InitProducerId(init_producer_id::handle(self, r).await))
             }
             RequestKind::ControlledShutdown(r) => Some(ResponseKind::ControlledShutdown(
                 controller_requests::controlled_shutdown(self, r).await,
