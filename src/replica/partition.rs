@@ -289,6 +289,31 @@ impl Partition {
         min_isr: i32,
         now_ms: i64,
     ) -> Result<(ReadResult, Option<IsrProposal>), i16> {
+        self.read_for_follower_if(
+            replica,
+            fetch_offset,
+            last_fetched_epoch,
+            max_bytes,
+            min_isr,
+            now_ms,
+            true,
+        )
+    }
+
+    /// [`Self::read_for_follower`], where `isr_eligible` says whether the follower may join the
+    /// ISR at all: Kafka's ZK-mode `isReplicaIsrEligible` (the broker is alive in the metadata
+    /// cache). A broker that already left the cluster must not be taken back by its last fetch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_for_follower_if(
+        &self,
+        replica: BrokerId,
+        fetch_offset: i64,
+        last_fetched_epoch: i32,
+        max_bytes: usize,
+        min_isr: i32,
+        now_ms: i64,
+        isr_eligible: bool,
+    ) -> Result<(ReadResult, Option<IsrProposal>), i16> {
         let mut inner = self.inner();
         if inner.state.leader != self.local {
             return Err(ec::NOT_LEADER_OR_FOLLOWER);
@@ -323,7 +348,11 @@ impl Partition {
             .entry(replica)
             .or_insert_with(|| FollowerState::new(false, 0))
             .on_fetch(fetch_offset, leo, now_ms);
-        let proposal = maybe_expand_isr(&mut inner, self.local, replica, &self.tp);
+        let proposal = if isr_eligible {
+            maybe_expand_isr(&mut inner, self.local, replica, &self.tp)
+        } else {
+            None
+        };
         maybe_increment_hw(&mut inner, self.local, min_isr);
         let log = lock(&inner.log);
         let records = log

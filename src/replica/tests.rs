@@ -265,3 +265,19 @@ fn leadership_keeps_its_starting_epoch_through_epoch_bumps_and_restarts_after_a_
     p.apply(state(1, 6, &[1, 2]), 1, 0).expect("apply");
     assert_eq!(p.leader_since_epoch(), 6);
 }
+
+#[test]
+fn a_follower_that_is_not_a_live_broker_is_not_taken_back_into_the_isr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = manager(dir.path(), false);
+    let p = partition(&m, 1, state(1, 0, &[1, 2]));
+    // Broker 3 caught up, but it has left the cluster (its last fetch arrives late).
+    let (_, proposal) = p
+        .read_for_follower_if(BrokerId(3), 0, -1, 1 << 20, 1, 0, false)
+        .expect("fetch");
+    assert_eq!(proposal, None);
+    let (_, proposal) = p
+        .read_for_follower_if(BrokerId(3), 0, -1, 1 << 20, 1, 0, true)
+        .expect("fetch");
+    assert_eq!(proposal.expect("alive: back in").isr, b(&[1, 2, 3]));
+}

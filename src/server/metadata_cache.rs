@@ -127,6 +127,13 @@ impl MetadataCache {
             .collect()
     }
 
+    /// Whether `id` may join an ISR: it is among the live brokers (or nothing is known yet,
+    /// before the first UpdateMetadata).
+    pub fn is_isr_eligible(&self, id: BrokerId) -> bool {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        inner.brokers.is_empty() || inner.brokers.contains_key(&id)
+    }
+
     pub fn topic(&self, name: &str) -> Option<CachedTopic> {
         self.inner
             .read()

@@ -54,6 +54,9 @@ pub enum SyncOutcome {
     },
 }
 
+/// How long a new member may wait in its first JoinGroup (Kafka's `NewMemberJoinTimeoutMs`).
+pub const NEW_MEMBER_JOIN_TIMEOUT_MS: i64 = 5 * 60 * 1000;
+
 fn new_member_id(client_id: &str, instance: Option<&str>) -> String {
     format!("{}-{}", instance.unwrap_or(client_id), uuid::Uuid::new_v4())
 }
@@ -236,7 +239,10 @@ impl Group {
                 assignment: Vec::new(),
                 awaiting_join: true,
                 awaiting_sync: false,
-                heartbeat_deadline: now + i64::from(req.session_timeout_ms),
+                // Kafka's NewMemberJoinTimeoutMs: a new member parked in JoinGroup has five
+                // minutes, not its session, for the rebalance to complete (a slow rebalance
+                // must not expire the very member that started it).
+                heartbeat_deadline: now + NEW_MEMBER_JOIN_TIMEOUT_MS,
                 is_new: true,
             },
         );

@@ -324,3 +324,37 @@ fn the_protocol_most_members_prefer_among_those_all_support_wins() {
     );
     assert_eq!(GroupState::parse("stable"), Some(GroupState::Stable));
 }
+
+#[test]
+fn a_new_member_waiting_in_a_slow_rebalance_is_not_expired_by_its_session() {
+    let (mut g, ids) = stable_group(1);
+    let mut fx = Vec::new();
+    // A newcomer with a 1 s session; the old member takes 3 s to notice and rejoin.
+    let mut req = join_req("", &["range"]);
+    req.session_timeout_ms = 1_000;
+    let JoinOutcome::Now(r) = g.join(req.clone(), 1_000, &LIMITS, &mut fx) else {
+        panic!()
+    };
+    req.member_id = r.member_id.clone();
+    let out = g.join(req, 1_000, &LIMITS, &mut fx);
+    assert_eq!(
+        out,
+        JoinOutcome::Parked {
+            member_id: r.member_id.clone()
+        }
+    );
+    assert_eq!(
+        g.members[&r.member_id].heartbeat_deadline,
+        1_000 + crate::coordinator::group::membership::NEW_MEMBER_JOIN_TIMEOUT_MS
+    );
+    g.tick(3_500, &LIMITS);
+    assert!(g.members.contains_key(&r.member_id), "not expired by its 1 s session");
+    let out = g.join(join_req(&ids[0], &["range"]), 4_000, &LIMITS, &mut fx);
+    assert!(matches!(out, JoinOutcome::Now(ref j) if j.error == 0), "{out:?}");
+    assert!(
+        joins(&fx).iter().any(|(m, j)| *m == r.member_id && j.error == 0),
+        "the newcomer is answered"
+    );
+    // Once in the generation, its own session applies.
+    assert_eq!(g.members[&r.member_id].heartbeat_deadline, 5_000);
+}

@@ -147,13 +147,14 @@ fn read_partition(
         Some(id) => {
             let hw_before = partition.high_watermark();
             partition
-                .read_for_follower(
+                .read_for_follower_if(
                     id,
                     w.fetch_offset,
                     w.last_fetched_epoch,
                     limit,
                     rm.min_insync_replicas(),
                     super::now_ms(),
+                    apis.metadata_cache.is_isr_eligible(id),
                 )
                 .map(|(read, proposal)| {
                     if let Some(p) = proposal {
