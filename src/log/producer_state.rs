@@ -289,6 +289,16 @@ impl ProducerStateManager {
         all
     }
 
+    /// Producer id → offset of its last data batch's last record, for every producer with
+    /// one (Kafka's `lastRecordsOfActiveProducers`: the cleaner keeps those batches).
+    pub fn last_data_offsets(&self) -> HashMap<i64, i64> {
+        self.producers
+            .values()
+            .filter(|e| e.last_data_offset() >= 0)
+            .map(|e| (e.producer_id, e.last_data_offset()))
+            .collect()
+    }
+
     pub fn map_end_offset(&self) -> i64 {
         self.map_end_offset
     }

@@ -316,6 +316,9 @@ impl LogCleaner {
         let budget = self.config.dedupe_buffer_size / threads;
         let io_buffer = (self.config.io_buffer_size / threads / 2).max(4096);
         let mut stats = CleanStats::default();
+        // Kafka's `lastRecordsOfActiveProducers`, taken as the cleaning starts: those batches
+        // stay (empty if need be) so producer state can be rebuilt from the cleaned log.
+        let producers = lock(log).producer_state().last_data_offsets();
         let mut map = OffsetMap::default();
         let mut mapped_end = view.first_dirty;
         for seg in policy::dirty_segments(&view.segments, view.first_dirty, view.first_uncleanable) {
@@ -354,7 +357,8 @@ impl LogCleaner {
                 let path = view.dir.join(segment::file_name(seg.base_offset, ".log"));
                 let mut write_err = None;
                 let read = for_each_batch(&path, seg.size_bytes, io_buffer, |h, b| {
-                    let outcome = filter_batch(h, b, &map, now_ms, view.delete_retention_ms);
+                    let keep_empty = policy::retain_empty_batch(h.producer_id, h.last_offset(), &producers);
+                    let outcome = filter_batch(h, b, &map, now_ms, view.delete_retention_ms, keep_empty);
                     stats.records_removed += outcome.records_dropped as u64;
                     if let Some(h) = outcome.tombstone_horizon {
                         horizon = Some(horizon.map_or(h, |x| x.min(h)));

@@ -2,7 +2,7 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `policy` | pure decisions: cleanable range, dirtiness, the filthiest log, segment groups, record retention |
+//! | `policy` | pure decisions: cleanable range, dirtiness, the filthiest log, segment groups, record retention, producers' last batches |
 //! | `rewrite` | the key → latest offset map and the byte-level rewrite of one batch |
 //! | `swap` | `.cleaned` → `.swap` → `.log` replacement and its crash recovery on load |
 //! | `log_cleaner` | the cleaner threads, the per-log cleaning I/O, `cleaner-offset-checkpoint`, metrics |
@@ -12,6 +12,12 @@
 //! timestamp field); the first cleaning after the horizon drops it, and the cleaner schedules
 //! that cleaning itself. Compressed batches are kept whole and their keys are not mapped:
 //! kastle has no codecs (they are compacted by nothing, as in a Kafka without that codec).
+//!
+//! Producer state survives compaction as in Kafka: the last batch of each producer id with state
+//! in the log's producer state (its map taken when the cleaning starts) stays, empty if all its
+//! records go, and rewritten batches keep their last offset delta, so replaying the cleaned log
+//! (a new follower, a restart without a snapshot) rebuilds every producer's last sequence.
+//! Transactions (control batches, aborted data) are out of scope: kastle has none.
 
 pub mod log_cleaner;
 pub mod policy;

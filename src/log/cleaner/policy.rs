@@ -1,7 +1,10 @@
 //! The log cleaner's decisions, with no I/O and no clock (Kafka's `LogCleanerManager` choice
 //! of the filthiest log, `Cleaner.groupSegmentsBySize` and `Cleaner.shouldRetainRecord`):
 //! where the cleanable range of a log ends, which log to clean, how segments are grouped into
-//! one cleaned segment, and whether one record survives.
+//! one cleaned segment, whether one record survives, and whether a batch is kept even when
+//! none of its records does.
+
+use std::collections::HashMap;
 
 /// What the cleaner needs to know about one segment (oldest first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +186,15 @@ pub fn retain_record(
     Retain::Keep
 }
 
+/// Kafka's `isBatchLastRecordOfProducer` for non-transactional batches: the batch holding the
+/// last data offset of a producer that still has state (`last_offsets`: producer id → that
+/// offset, taken from the log's producer state when the cleaning starts) is kept even if every
+/// record in it is dropped, as an empty batch (`BatchRetention.RETAIN_EMPTY`), so the producer's
+/// last sequence and epoch can be rebuilt from the log after compaction.
+pub fn retain_empty_batch(producer_id: i64, batch_last_offset: i64, last_offsets: &HashMap<i64, i64>) -> bool {
+    producer_id >= 0 && last_offsets.get(&producer_id) == Some(&batch_last_offset)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +310,14 @@ mod tests {
         assert_eq!(retain_record(true, false, 9, Some(9), Some(200), 100), Keep);
         assert_eq!(retain_record(true, false, 9, Some(9), Some(100), 100), ExpiredTombstone);
         assert_eq!(retain_record(true, false, 5, Some(9), Some(200), 100), Superseded);
+    }
+
+    #[test]
+    fn only_the_last_batch_of_a_producer_with_state_is_kept_empty() {
+        let last: HashMap<i64, i64> = [(7, 19), (8, 40)].into();
+        assert!(retain_empty_batch(7, 19, &last), "producer 7's last batch");
+        assert!(!retain_empty_batch(7, 9, &last), "an earlier batch of producer 7");
+        assert!(!retain_empty_batch(9, 19, &last), "a producer without state (expired)");
+        assert!(!retain_empty_batch(-1, 19, &last), "no producer id");
     }
 }

@@ -1,15 +1,18 @@
 //! Byte-level work of the cleaner with no I/O: the key → latest offset map built over the dirty
 //! section, and the rewrite of one stored batch keeping only the records the policy retains
 //! (Kafka's `MemoryRecords.filterTo`). A batch that loses nothing and needs no delete horizon
-//! is copied as it is; otherwise it is re-encoded with the same base offset, leader epoch,
-//! producer fields and record offset deltas, and a new CRC.
+//! is copied as it is; otherwise it is re-encoded with the same base offset, last offset delta
+//! (Kafka's `overrideLastOffset`: the producer's last sequence stays `base sequence + delta`),
+//! leader epoch, producer fields and record offset deltas, and a new CRC. A batch that loses
+//! every record goes, unless it is the last batch of a producer with state: that one stays as an
+//! empty batch (record count 0, Kafka's `writeEmptyHeader`).
 
 use std::collections::HashMap;
 
 use super::policy::{retain_record, Retain};
 use crate::protocol::record_batch::header::{
-    ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET, DELETE_HORIZON_FLAG_MASK, LAST_OFFSET_DELTA_OFFSET,
-    LENGTH_OFFSET, MAX_TIMESTAMP_OFFSET, RECORDS_COUNT_OFFSET,
+    ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET, DELETE_HORIZON_FLAG_MASK, LENGTH_OFFSET,
+    MAX_TIMESTAMP_OFFSET, RECORDS_COUNT_OFFSET,
 };
 use crate::protocol::record_batch::varint::{write_varint, write_varlong};
 use crate::protocol::record_batch::{
@@ -78,7 +81,7 @@ pub enum Filtered {
     Unchanged,
     /// Some records were dropped or a delete horizon was set: the new batch bytes.
     Rewritten(Vec<u8>),
-    /// No record survives.
+    /// No record survives and the batch is not kept empty.
     Removed,
 }
 
@@ -94,13 +97,15 @@ pub struct FilterOutcome {
 
 /// Filters one stored batch against `map` at `now_ms`. A batch with a surviving tombstone and no
 /// delete horizon gets `now_ms + delete_retention_ms` (KIP-534): its tombstones go in the first
-/// cleaning after that. Control and compressed batches are kept whole.
+/// cleaning after that. Control and compressed batches are kept whole. With `retain_empty` (see
+/// [`super::policy::retain_empty_batch`]) a batch that loses every record is kept empty.
 pub fn filter_batch(
     header: &BatchHeader,
     batch: &[u8],
     map: &OffsetMap,
     now_ms: i64,
     delete_retention_ms: i64,
+    retain_empty: bool,
 ) -> FilterOutcome {
     let whole = FilterOutcome {
         batch: Filtered::Unchanged,
@@ -142,7 +147,7 @@ pub fn filter_batch(
     } else {
         header.delete_horizon_ms().filter(|_| has_tombstone)
     };
-    if kept.is_empty() {
+    if kept.is_empty() && !retain_empty {
         return FilterOutcome {
             batch: Filtered::Removed,
             records_kept: 0,
@@ -150,14 +155,20 @@ pub fn filter_batch(
             tombstone_horizon: None,
         };
     }
+    // (An empty batch kept by an earlier cleaning lands here too while it is still retained.)
     if dropped == 0 && !needs_horizon {
         return FilterOutcome {
             tombstone_horizon: horizon,
             ..whole
         };
     }
+    let new = if kept.is_empty() {
+        encode_empty(header, batch)
+    } else {
+        encode(header, batch, &kept, horizon.filter(|_| needs_horizon))
+    };
     FilterOutcome {
-        batch: Filtered::Rewritten(encode(header, batch, &kept, horizon.filter(|_| needs_horizon))),
+        batch: Filtered::Rewritten(new),
         records_kept: kept.len(),
         records_dropped: dropped,
         tombstone_horizon: horizon,
@@ -198,14 +209,29 @@ fn encode(header: &BatchHeader, batch: &[u8], kept: &[Record<'_>], new_horizon: 
         attributes |= DELETE_HORIZON_FLAG_MASK;
     }
     out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
-    let last_delta = kept.last().map_or(0, |r| r.offset_delta);
-    out[LAST_OFFSET_DELTA_OFFSET..LAST_OFFSET_DELTA_OFFSET + 4].copy_from_slice(&last_delta.to_be_bytes());
+    // The last offset delta is copied from the original header, whichever records survive.
     out[BASE_TIMESTAMP_OFFSET..BASE_TIMESTAMP_OFFSET + 8].copy_from_slice(&base_ts.to_be_bytes());
     // LogAppendTime batches keep the broker's time; CreateTime batches the survivors' maximum.
     if header.timestamp_type() == TimestampType::CreateTime {
         out[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&max_ts.to_be_bytes());
     }
     out[RECORDS_COUNT_OFFSET..RECORDS_COUNT_OFFSET + 4].copy_from_slice(&(kept.len() as i32).to_be_bytes());
+    let crc = compute_crc(&out);
+    out[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    out
+}
+
+/// The header of `batch` alone, as Kafka's `DefaultRecordBatch.writeEmptyHeader` writes it: same
+/// base offset, last offset delta, leader epoch, producer id, epoch and base sequence, max
+/// timestamp and timestamp type; no records, no base timestamp (-1) and no delete horizon.
+fn encode_empty(header: &BatchHeader, batch: &[u8]) -> Vec<u8> {
+    let mut out = batch[..RECORDS_OFFSET].to_vec();
+    let length = (RECORDS_OFFSET - LOG_OVERHEAD) as i32;
+    out[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
+    let attributes = header.attributes & !DELETE_HORIZON_FLAG_MASK;
+    out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+    out[BASE_TIMESTAMP_OFFSET..BASE_TIMESTAMP_OFFSET + 8].copy_from_slice(&(-1i64).to_be_bytes());
+    out[RECORDS_COUNT_OFFSET..RECORDS_COUNT_OFFSET + 4].copy_from_slice(&0i32.to_be_bytes());
     let crc = compute_crc(&out);
     out[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
     out
@@ -266,7 +292,7 @@ mod tests {
         let mut map = OffsetMap::default();
         map.add_batch(&header(&batch), &batch);
         assert_eq!((map.get(b"a"), map.get(b"b")), (Some(102), Some(101)));
-        let out = filter_batch(&header(&batch), &batch, &map, 0, 1_000);
+        let out = filter_batch(&header(&batch), &batch, &map, 0, 1_000, false);
         assert_eq!((out.records_kept, out.records_dropped), (2, 1));
         let Filtered::Rewritten(new) = out.batch else {
             panic!("rewritten")
@@ -288,12 +314,12 @@ mod tests {
         let mut map = OffsetMap::default();
         map.put(b"z", 50);
         assert_eq!(
-            filter_batch(&header(&batch), &batch, &map, 0, 0).batch,
+            filter_batch(&header(&batch), &batch, &map, 0, 0, false).batch,
             Filtered::Unchanged
         );
         map.put(b"a", 9);
         assert_eq!(
-            filter_batch(&header(&batch), &batch, &map, 0, 0).batch,
+            filter_batch(&header(&batch), &batch, &map, 0, 0, false).batch,
             Filtered::Removed
         );
     }
@@ -310,7 +336,7 @@ mod tests {
             })
             .build();
         let map = OffsetMap::default();
-        let first = filter_batch(&header(&batch), &batch, &map, 10_000, 500);
+        let first = filter_batch(&header(&batch), &batch, &map, 10_000, 500, false);
         assert_eq!(first.tombstone_horizon, Some(10_500));
         let Filtered::Rewritten(marked) = first.batch else {
             panic!("rewritten with a horizon")
@@ -321,14 +347,20 @@ mod tests {
         assert_eq!(records(&marked)[0].3, 5_003);
         validate_replicated_batches(&marked).expect("valid");
         // Before the horizon the marked batch is left alone; at the horizon the tombstone goes.
-        assert_eq!(filter_batch(&h, &marked, &map, 10_499, 500).batch, Filtered::Unchanged);
-        assert_eq!(filter_batch(&h, &marked, &map, 10_500, 500).batch, Filtered::Removed);
+        assert_eq!(
+            filter_batch(&h, &marked, &map, 10_499, 500, false).batch,
+            Filtered::Unchanged
+        );
+        assert_eq!(
+            filter_batch(&h, &marked, &map, 10_500, 500, false).batch,
+            Filtered::Removed
+        );
     }
 
     #[test]
     fn keyless_records_are_dropped_and_control_batches_kept() {
         let batch = build_batch(0, 0, &[(None, Some(b"v")), (Some(b"k"), Some(b"v"))], 1);
-        let out = filter_batch(&header(&batch), &batch, &OffsetMap::default(), 0, 0);
+        let out = filter_batch(&header(&batch), &batch, &OffsetMap::default(), 0, 0, false);
         assert_eq!(out.records_dropped, 1);
         let control = BatchBuilder::new(5)
             .control()
@@ -337,8 +369,69 @@ mod tests {
         let mut map = OffsetMap::default();
         map.put(b"\0\0\0\0", 99);
         assert_eq!(
-            filter_batch(&header(&control), &control, &map, 0, 0).batch,
+            filter_batch(&header(&control), &control, &map, 0, 0, false).batch,
             Filtered::Unchanged
         );
+    }
+
+    #[test]
+    fn the_last_offset_delta_survives_when_the_last_record_goes() {
+        // Kafka's `overrideLastOffset`: the batch still covers 10..=12 and a producer's last
+        // sequence (base sequence + delta) is unchanged.
+        let batch = BatchBuilder::new(10)
+            .producer(7, 2, 40)
+            .record(Some(b"a"), Some(b"1"))
+            .record(Some(b"b"), Some(b"2"))
+            .record(Some(b"c"), Some(b"3"))
+            .build();
+        let mut map = OffsetMap::default();
+        map.put(b"c", 99);
+        let Filtered::Rewritten(new) = filter_batch(&header(&batch), &batch, &map, 0, 0, false).batch else {
+            panic!("rewritten")
+        };
+        let h = validate_replicated_batches(&new).expect("valid")[0];
+        assert_eq!((h.record_count, h.last_offset(), h.last_sequence()), (2, 12, 42));
+    }
+
+    #[test]
+    fn a_producers_last_batch_losing_every_record_is_kept_as_an_empty_batch() {
+        let batch = BatchBuilder::new(20)
+            .leader_epoch(3)
+            .producer(7, 2, 40)
+            .timestamp(5_000)
+            .record(Some(b"a"), Some(b"1"))
+            .record(Some(b"b"), Some(b"2"))
+            .build();
+        let original = header(&batch);
+        let mut map = OffsetMap::default();
+        map.put(b"a", 99);
+        map.put(b"b", 99);
+        assert_eq!(
+            filter_batch(&original, &batch, &map, 0, 0, false).batch,
+            Filtered::Removed,
+            "not the last batch of a producer: removed"
+        );
+        let out = filter_batch(&original, &batch, &map, 0, 0, true);
+        assert_eq!((out.records_kept, out.records_dropped), (0, 2));
+        let Filtered::Rewritten(empty) = out.batch else {
+            panic!("kept empty")
+        };
+        // Kafka's `writeEmptyHeader`: the header alone, a valid CRC, the same offsets and
+        // producer fields, record count 0.
+        assert_eq!(empty.len(), crate::protocol::record_batch::RECORD_BATCH_OVERHEAD);
+        let h = validate_replicated_batches(&empty).expect("valid")[0];
+        assert_eq!(
+            (h.base_offset, h.last_offset(), h.partition_leader_epoch, h.record_count),
+            (20, 21, 3, 0)
+        );
+        assert_eq!(
+            (h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence()),
+            (7, 2, 40, 41)
+        );
+        assert_eq!((h.base_timestamp, h.max_timestamp), (-1, original.max_timestamp));
+        assert!(records(&empty).is_empty());
+        // The next cleaning copies it while it is still retained and drops it once it is not.
+        assert_eq!(filter_batch(&h, &empty, &map, 0, 0, true).batch, Filtered::Unchanged);
+        assert_eq!(filter_batch(&h, &empty, &map, 0, 0, false).batch, Filtered::Removed);
     }
 }

@@ -1,8 +1,8 @@
 //! The cleaner end to end on a real LogManager in a temp dir (no threads: passes are driven with
 //! an explicit `now`): latest value per key survives with its offset, tombstones live until
 //! their delete horizon, the checkpoint file is Kafka's format, non-compacted logs and the
-//! active segment are untouched, keyless produce is refused, and a reload after a clean reads
-//! the same data.
+//! active segment are untouched, keyless produce is refused, a reload after a clean reads
+//! the same data, and a producer's last batch survives (empty) so its state can be rebuilt.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,8 +13,8 @@ use crate::log::config::LogConfig;
 use crate::log::failure::LogDirFailureChannel;
 use crate::log::file::Faults;
 use crate::log::log_manager::{lock, LogManager, LogManagerConfig};
-use crate::protocol::record_batch::{BatchScanner, RecordIter, RECORDS_OFFSET};
-use crate::protocol::test_support::build_batch;
+use crate::protocol::record_batch::{BatchHeader, BatchScanner, RecordIter, RECORDS_OFFSET};
+use crate::protocol::test_support::{build_batch, BatchBuilder};
 use crate::types::TopicPartition;
 
 fn tp(topic: &str) -> TopicPartition {
@@ -25,9 +25,14 @@ fn tp(topic: &str) -> TopicPartition {
 }
 
 fn manager(dir: &Path) -> Arc<LogManager> {
+    open_manager(dir, true)
+}
+
+/// `clean: false` opens the dir as after a crash (recovery, producer state replayed from the log).
+fn open_manager(dir: &Path, clean: bool) -> Arc<LogManager> {
     let cfg = LogManagerConfig {
         dirs: vec![dir.to_path_buf()],
-        clean_dirs: vec![dir.to_path_buf()],
+        clean_dirs: if clean { vec![dir.to_path_buf()] } else { vec![] },
         log: LogConfig::default(),
         recovery_threads_per_dir: 1,
     };
@@ -290,9 +295,16 @@ fn a_new_follower_copies_a_compacted_log_with_its_offset_gaps() {
     // its offset range, which produce-time validation would refuse.
     assert!(offsets[0] > 0 && offsets.len() < 600, "{offsets:?} {stats:?}");
     // The follower fetches from 0 as a replica would and appends what it gets, gaps and all.
-    compacted(&m, "f", "3600000");
-    let source = m.get_log(&tp("c")).expect("log");
-    let follower = m.get_or_create_log(&tp("f"), 0).expect("follower");
+    replicate(&m, "c", "f");
+    assert_eq!(contents(&m, "f"), leader);
+}
+
+/// Copies `from` into a new compacted log `to` as a new follower would: fetch from its log end,
+/// append as follower, until it has everything.
+fn replicate(m: &LogManager, from: &str, to: &str) {
+    compacted(m, to, "3600000");
+    let source = m.get_log(&tp(from)).expect("log");
+    let follower = m.get_or_create_log(&tp(to), 0).expect("follower");
     loop {
         let leo = lock(&follower).log_end_offset();
         let data = {
@@ -306,7 +318,127 @@ fn a_new_follower_copies_a_compacted_log_with_its_offset_gaps() {
             .append_as_follower(&data, 0)
             .expect("a compacted batch is accepted");
     }
-    assert_eq!(contents(&m, "f"), leader);
+}
+
+/// Every batch header of the log, in order (empty batches included).
+fn headers(m: &LogManager, topic: &str) -> Vec<BatchHeader> {
+    let log = m.get_log(&tp(topic)).expect("log");
+    let log = lock(&log);
+    let mut out = Vec::new();
+    let mut offset = log.log_start_offset();
+    while offset < log.log_end_offset() {
+        let data = log.read(offset, usize::MAX, i64::MAX, true).expect("read");
+        for item in BatchScanner::new(&data) {
+            let (_, h) = item.expect("valid batch");
+            out.push(h);
+            offset = offset.max(h.next_offset());
+        }
+    }
+    out
+}
+
+const PID: i64 = 7;
+
+/// Producer PID's batch of `keys` at sequence `seq` (epoch 0).
+fn idempotent(seq: i32, keys: &[&'static [u8]]) -> Vec<u8> {
+    let mut b = BatchBuilder::new(0).producer(PID, 0, seq).timestamp(2_000);
+    for k in keys {
+        b = b.record(Some(k), Some(&b"idem"[..]));
+    }
+    b.build()
+}
+
+/// (last sequence, last data offset) of PID in `topic`'s producer state.
+fn producer(m: &LogManager, topic: &str) -> Option<(i32, i64)> {
+    let log = m.get_log(&tp(topic)).expect("log");
+    let log = lock(&log);
+    let entry = log.producer_state().last_entry(PID)?;
+    Some((entry.last_seq(), entry.last_data_offset()))
+}
+
+#[test]
+fn a_producers_last_batch_stays_empty_so_its_state_survives_compaction_and_a_crash() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    compacted(&m, "p", "3600000");
+    {
+        let log = m.get_or_create_log(&tp("p"), 0).expect("log");
+        let mut log = lock(&log);
+        for seq in [0, 2, 4] {
+            let info = log
+                .append_as_leader(&mut idempotent(seq, &[b"a", b"b"]), 0, 0)
+                .expect("idempotent append");
+            assert_eq!(info.first_offset, i64::from(seq));
+        }
+        // A plain producer overwrites both keys, then filler rolls segments past them.
+        let mut plain = build_batch(
+            0,
+            -1,
+            &[(Some(&b"a"[..]), Some(&b"x"[..])), (Some(&b"b"[..]), Some(&b"y"[..]))],
+            3_000,
+        );
+        log.append_as_leader(&mut plain, 0, 0).expect("plain");
+        for i in 0..40 {
+            let mut batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
+            log.append_as_leader(&mut batch, 0, 0).expect("filler");
+        }
+    }
+    assert_eq!(producer(&m, "p"), Some((5, 5)));
+    let stats = cleaner(&m).clean_filthiest(0, 10_000).expect("cleaned");
+    assert!(stats.records_removed >= 6, "{stats:?}");
+    // Every record of PID is gone; its last batch (offsets 4..=5, sequences 4..=5) stays empty,
+    // its earlier batches go.
+    assert!(!contents(&m, "p").iter().any(|r| r.0 < 6), "{:?}", contents(&m, "p"));
+    let kept: Vec<_> = headers(&m, "p").into_iter().filter(|h| h.producer_id == PID).collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(
+        (kept[0].base_offset, kept[0].last_offset(), kept[0].record_count),
+        (4, 5, 0)
+    );
+    assert_eq!((kept[0].base_sequence, kept[0].last_sequence()), (4, 5));
+    // A new follower copying the compacted log builds the same producer state.
+    replicate(&m, "p", "pf");
+    assert_eq!(producer(&m, "pf"), Some((5, 5)));
+
+    // dump-log shows it as Kafka's DumpLogSegments would, and finds the file valid.
+    let first = dir.path().join("p-0").join(crate::log::segment::file_name(0, ".log"));
+    let mut out = Vec::new();
+    let options = crate::log::dump::DumpOptions { print_data_log: true };
+    let summary = crate::log::dump::dump_file(&first, &options, &mut out).expect("dump");
+    let text = String::from_utf8_lossy(&out);
+    assert!(summary.invalid.is_none(), "{text}");
+    assert!(
+        text.contains("baseOffset: 4 lastOffset: 5 count: 0 baseSequence: 4 lastSequence: 5 producerId: 7"),
+        "{text}"
+    );
+
+    // A crash with no producer snapshot: the state is rebuilt from the log alone.
+    drop(m);
+    for entry in std::fs::read_dir(dir.path().join("p-0")).expect("dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "snapshot") {
+            std::fs::remove_file(&path).expect("remove snapshot");
+        }
+    }
+    let m = open_manager(dir.path(), false);
+    compacted(&m, "p", "3600000");
+    assert_eq!(producer(&m, "p"), Some((5, 5)), "rebuilt from the empty batch");
+    let log = m.get_log(&tp("p")).expect("log");
+    let mut log = lock(&log);
+    let leo = log.log_end_offset();
+    // The retried last batch is a duplicate: its original offsets, nothing appended.
+    let retry = log
+        .append_as_leader(&mut idempotent(4, &[b"a", b"b"]), 0, 0)
+        .expect("duplicate");
+    assert_eq!((retry.first_offset, retry.last_offset), (4, 5));
+    assert_eq!(log.log_end_offset(), leo);
+    // The sequence goes on from 6; a gap is still refused (OUT_OF_ORDER_SEQUENCE_NUMBER).
+    let gap = log
+        .append_as_leader(&mut idempotent(7, &[b"a"]), 0, 0)
+        .expect_err("gap");
+    assert_eq!(gap.error_code(), 45);
+    let next = log.append_as_leader(&mut idempotent(6, &[b"a"]), 0, 0).expect("next");
+    assert_eq!(next.first_offset, leo);
 }
 
 #[test]
