@@ -5,8 +5,12 @@
 //! - kcat round trips from the host (published EXTERNAL listeners) and from a container on the
 //!   compose network (INTERNAL listeners, brokers by service name), each reading the other's;
 //! - zkCli.sh inside the ZooKeeper container: broker ids, controller, a topic's state znode;
-//! - `docker kill` of a partition leader while an acks=all producer runs: leadership moves to
-//!   a survivor, every acknowledged record is read back; `docker start`: it rejoins the ISR;
+//! - `docker kill` of a partition leader while an idempotent acks=all producer runs:
+//!   leadership moves to a survivor, every acknowledged record is read back exactly once and in
+//!   order (the new leader deduplicates retried batches); `docker start`: it rejoins the ISR;
+//! - a consumer group (`kcat -G` in a container on the compose network) reads that topic, and
+//!   its committed offsets (lag 0) and description are seen from the host with kafka-python's
+//!   admin CLI through the published listeners;
 //! - `docker-compose down -v` on drop, even when a step fails, and our dockerd stopped.
 //!
 //! `compose_files_are_valid` needs no engine: `docker-compose config` on the user's file and
@@ -81,13 +85,13 @@ fn zkcli(engine: &Engine, container: &str, args: &[&str]) -> String {
         .join("\n")
 }
 
-/// An acks=all kafka-python producer sending 0, 1, 2, … one at a time until `stop` exists;
-/// prints `ack <n>` for each acknowledged record.
+/// An idempotent acks=all kafka-python producer sending 0, 1, 2, … one at a time until `stop`
+/// exists; prints `ack <n>` for each acknowledged record.
 const PRODUCER: &str = r#"
 import os, sys
 from kafka import KafkaProducer
 bootstrap, topic, stop = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
-p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, linger_ms=0,
+p = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=0,
                   max_in_flight_requests_per_connection=1, request_timeout_ms=10000,
                   delivery_timeout_ms=60000, retry_backoff_ms=100)
 n = 0
@@ -101,6 +105,24 @@ while not os.path.exists(stop):
 p.close()
 print("done", flush=True)
 "#;
+
+/// `kcat args` in a `kastle/kcat:local` container on `network` (brokers by service name), with
+/// `stdin` as its input; panics unless it succeeds; returns stdout.
+fn kcat_in_network(engine: &Engine, network: &str, args: &[&str], stdin: Option<&str>) -> String {
+    let mut cmd = engine.docker();
+    cmd.args(["run", "--rm", "-i", "--network", network, "kastle/kcat:local"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("docker run kcat");
+    let mut pipe = child.stdin.take().expect("stdin");
+    if let Some(text) = stdin {
+        pipe.write_all(text.as_bytes()).expect("write to kcat");
+    }
+    drop(pipe);
+    checked(child.wait_with_output(), &format!("kcat {}", args.join(" ")))
+}
 
 /// `docker-compose … config` of the given files (under docker/), with default ports; asserts
 /// that `config -q` passes first.
@@ -248,21 +270,7 @@ async fn compose_cluster_serves_clients_and_survives_a_killed_leader() {
 
     // kcat in a container on the compose network, through the INTERNAL listeners by name.
     let network = compose.network_of(&engine, "kafka1");
-    let kcat_in_network = |args: &[&str], stdin: Option<&str>| {
-        let mut cmd = engine.docker();
-        cmd.args(["run", "--rm", "-i", "--network", &network, "kastle/kcat:local"])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("docker run kcat");
-        let mut pipe = child.stdin.take().expect("stdin");
-        if let Some(text) = stdin {
-            pipe.write_all(text.as_bytes()).expect("write to kcat");
-        }
-        drop(pipe);
-        checked(child.wait_with_output(), &format!("kcat {}", args.join(" ")))
-    };
+    let kcat_in_network = |args: &[&str], stdin: Option<&str>| kcat_in_network(&engine, &network, args, stdin);
     let inner_topic = "docker-from-network";
     let inner_input = "n1:from-the-network-1\nn2:from-the-network-2\n";
     kcat_in_network(
@@ -311,14 +319,20 @@ async fn compose_cluster_serves_clients_and_survives_a_killed_leader() {
     let state_json: serde_json::Value = serde_json::from_str(state.trim()).expect("state znode JSON");
     assert_eq!(state_json["isr"].as_array().map(Vec::len), Some(3), "{state}");
 
-    failover(&engine, &compose, &containers, &external).await;
+    let (topic, records) = failover(&engine, &compose, &containers, &external).await;
+    consumer_group(&engine, &network, &external, topic, &records);
     println!("docker-compose test: all steps passed in {:.1?}", started.elapsed());
 }
 
-/// Kills the leader of a new single-partition topic while an acks=all producer runs; checks
-/// the new leader, that no acknowledged record is lost, and that the restarted broker rejoins
-/// the ISR.
-async fn failover(engine: &Engine, compose: &Compose, containers: &[String], external: &[String]) {
+/// Kills the leader of a new single-partition topic while an idempotent acks=all producer runs;
+/// checks the new leader, that every acknowledged record is in the log exactly once and in
+/// order, and that the restarted broker rejoins the ISR. Returns the topic and its records.
+async fn failover(
+    engine: &Engine,
+    compose: &Compose,
+    containers: &[String],
+    external: &[String],
+) -> (&'static str, Vec<u64>) {
     let topic = "docker-failover";
     let bootstrap = external.join(",");
     let create = format!(
@@ -439,15 +453,24 @@ async fn failover(engine: &Engine, compose: &Compose, containers: &[String], ext
     let read: Vec<u64> = consumed.lines().filter_map(|l| l.parse().ok()).collect();
     let read_set: BTreeSet<u64> = read.iter().copied().collect();
     let lost: Vec<&u64> = acked.difference(&read_set).collect();
+    // The producer sends one record at a time, so the log holds them in the order sent: any
+    // value not above its predecessor is a duplicate (a retry appended twice) or out of order.
+    let disorder: Vec<(u64, u64)> = read.windows(2).filter(|w| w[1] <= w[0]).map(|w| (w[0], w[1])).collect();
     println!(
         "failover: {} records acknowledged ({failed} sends failed and were not counted), {} read back \
-         ({} duplicates from retries), {} acknowledged records lost",
+         ({} duplicates, {} out of order), {} acknowledged records lost",
         acked.len(),
         read.len(),
         read.len() - read_set.len(),
+        disorder.len(),
         lost.len()
     );
     assert!(lost.is_empty(), "acknowledged records lost: {lost:?}");
+    assert_eq!(read.len(), read_set.len(), "duplicates with an idempotent producer");
+    assert!(
+        disorder.is_empty(),
+        "records out of order (previous, next): {disorder:?}"
+    );
 
     let state_path = format!("{ZK_CHROOT}/brokers/topics/{topic}/partitions/0/state");
     let state = zkcli(engine, &containers[0], &["get", &state_path]);
@@ -471,4 +494,77 @@ async fn failover(engine: &Engine, compose: &Compose, containers: &[String], ext
         started.elapsed(),
         rejoined.expect("state")
     );
+    (topic, read)
+}
+
+/// `python -m kafka.admin -b bootstrap --format json args` on the host; the parsed answer.
+fn admin_json(bootstrap: &str, args: &[&str]) -> serde_json::Value {
+    let out = checked(
+        Command::new(python())
+            .args(["-m", "kafka.admin", "-b", bootstrap, "--format", "json"])
+            .args(args)
+            .output(),
+        &format!("python -m kafka.admin {}", args.join(" ")),
+    );
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("kafka.admin {args:?}: {e}: {out}"))
+}
+
+/// A consumer group reads `topic` (whose log holds `records`, one partition) with `kcat -G` in
+/// a container on the compose network and commits; from the host, through the published
+/// listeners, the group's committed offset is the end of the log (lag 0) and it is described.
+fn consumer_group(engine: &Engine, network: &str, external: &[String], topic: &str, records: &[u64]) {
+    let group = "compose-group";
+    let started = Instant::now();
+    let args = [
+        "-b",
+        "kafka1:9092,kafka2:9092,kafka3:9092",
+        "-G",
+        group,
+        "-o",
+        "beginning",
+        "-e",
+        "-q",
+        "-f",
+        "%s\\n",
+        topic,
+    ];
+    let out = kcat_in_network(engine, network, &args, None);
+    let read: Vec<u64> = out.lines().filter_map(|l| l.parse().ok()).collect();
+    println!(
+        "group: kcat -G {group} {topic} in a container on {network} read {} records in {:.1?}",
+        read.len(),
+        started.elapsed()
+    );
+    assert_eq!(read, records, "the group reads the log, in order");
+
+    // A new member of the group, on the host, starts at the committed offsets: nothing left.
+    // (No `-o`: with -G, kcat applies an -o offset to every assigned partition.)
+    let bootstrap = &external[0];
+    let again = checked(
+        Command::new("kcat")
+            .args(["-b", bootstrap, "-G", group, "-e", "-q", topic])
+            .output(),
+        "kcat -G on the host",
+    );
+    println!(
+        "group: kcat -G {group} {topic} on the host ({bootstrap}) read {} records",
+        again.lines().count()
+    );
+    assert_eq!(again, "", "the group resumes at its committed offset");
+    let offsets = admin_json(bootstrap, &["groups", "list-offsets", "-g", group]);
+    println!("group: kafka.admin -b {bootstrap} groups list-offsets -g {group}: {offsets}");
+    let committed = &offsets[topic]["0"];
+    assert_eq!(committed["offset"].as_u64(), Some(records.len() as u64), "{offsets}");
+    assert_eq!(committed["lag"].as_i64(), Some(0), "{offsets}");
+    let described = admin_json(bootstrap, &["groups", "describe", "-g", group]);
+    println!(
+        "group: kafka.admin -b {bootstrap} groups describe -g {group}:\n{}",
+        serde_json::to_string_pretty(&described).unwrap_or_default()
+    );
+    assert_eq!(
+        described[group]["group_state"].as_str(),
+        Some("Empty"),
+        "kcat left the group: {described}"
+    );
+    println!("group: step done in {:.1?}", started.elapsed());
 }
