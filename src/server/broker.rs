@@ -73,17 +73,39 @@ impl Broker {
         )
         .await
         .map_err(KafkaZkError::from)?;
-        match start_registered(config, session.clone()).await {
+        // The state watch's own session (ZooKeeper keeps one watch mode per path and session,
+        // and the controller's child watch on /brokers/topics must not become recursive). It is
+        // opened before the broker registers: once registered, nothing in start-up may fail on
+        // a slow or paused connect, or a registered broker would exit instead of serving.
+        let watch_session = match ZkSession::connect(
+            &connect,
+            config.zookeeper_session_timeout(),
+            config.zookeeper_connection_timeout(),
+        )
+        .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                session.close().await;
+                return Err(KafkaZkError::from(e).into());
+            }
+        };
+        match start_registered(config, session.clone(), watch_session.clone()).await {
             Ok(handle) => Ok(handle),
             Err(e) => {
                 session.close().await;
+                watch_session.close().await;
                 Err(e)
             }
         }
     }
 }
 
-async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<BrokerHandle, BrokerError> {
+async fn start_registered(
+    config: &KafkaConfig,
+    session: ZkSession,
+    watch_session: ZkSession,
+) -> Result<BrokerHandle, BrokerError> {
     let zk = KafkaZkClient::new(session.clone());
     zk.ensure_persistent_paths().await?;
     let cluster_id = zk.get_or_create_cluster_id(new_cluster_id).await?;
@@ -184,15 +206,6 @@ async fn start_registered(config: &KafkaConfig, session: ZkSession) -> Result<Br
         Default::default(),
         stop_rx.clone(),
     )));
-    // Its own session: ZooKeeper keeps one watch mode per path and session, and the
-    // controller's child watch on /brokers/topics must not become recursive.
-    let watch_session = ZkSession::connect(
-        &ConnectString::parse(config.zookeeper_connect())?,
-        config.zookeeper_session_timeout(),
-        config.zookeeper_connection_timeout(),
-    )
-    .await
-    .map_err(KafkaZkError::from)?;
     tasks.push(tokio::spawn(crate::replica::state_watch::run(
         replica_manager.clone(),
         watch_session.clone(),
