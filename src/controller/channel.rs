@@ -120,6 +120,12 @@ async fn send_loop(
     let client_id = format!("controller-{controller}-to-broker-{broker}");
     let mut connection: Option<Arc<BrokerConnection>> = None;
     while let Some(queued) = rx.recv().await {
+        // The broker was removed (dead or bounced): what is still queued was meant for the
+        // incarnation that is gone, so it is dropped, not sent. Barriers waiting behind it
+        // resolve as errors when their senders drop.
+        if rx.is_closed() {
+            return;
+        }
         let request = match queued {
             Queued::Request(r) => r,
             Queued::Barrier(done) => {
