@@ -143,6 +143,21 @@ impl MetadataCache {
             .cloned()
     }
 
+    /// How many partitions `name` has, without copying the topic (per-request paths).
+    pub fn partition_count(&self, name: &str) -> Option<usize> {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        inner.topics.get(name).map(|t| t.partitions.len())
+    }
+
+    /// Whether `name` has partition `partition`, without copying the topic.
+    pub fn has_partition(&self, name: &str, partition: i32) -> bool {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        inner
+            .topics
+            .get(name)
+            .is_some_and(|t| t.partitions.contains_key(&partition))
+    }
+
     pub fn topic_names(&self) -> Vec<String> {
         self.inner
             .read()
@@ -188,6 +203,8 @@ mod tests {
             vec![("t".into(), id, 0, partition(1)), ("t".into(), id, 1, partition(1))],
         );
         assert_eq!(cache.topic("t").expect("topic").partitions.len(), 2);
+        assert_eq!(cache.partition_count("t"), Some(2));
+        assert!(cache.has_partition("t", 1) && !cache.has_partition("t", 2) && !cache.has_partition("u", 0));
         cache.update(
             BrokerId(1),
             vec![],

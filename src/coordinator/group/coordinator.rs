@@ -115,6 +115,12 @@ pub(super) struct Inner {
     next_retention_check: i64,
 }
 
+/// Removes and returns the parked requests whose group satisfies `pred`.
+fn take_where<V>(map: &mut HashMap<(String, String), V>, pred: impl Fn(&str) -> bool) -> Vec<((String, String), V)> {
+    let doomed: Vec<(String, String)> = map.keys().filter(|(g, _)| pred(g)).cloned().collect();
+    doomed.into_iter().filter_map(|k| map.remove_entry(&k)).collect()
+}
+
 /// A group was not found where one had to exist.
 pub(super) const NO_GROUP: i16 = errors::GROUP_ID_NOT_FOUND;
 
@@ -153,8 +159,8 @@ impl GroupCoordinator {
     /// Partitions of `__consumer_offsets`: the topic's real count once it exists.
     pub fn partition_count(&self) -> i32 {
         self.metadata_cache
-            .topic(OFFSETS_TOPIC)
-            .map(|t| t.partitions.len() as i32)
+            .partition_count(OFFSETS_TOPIC)
+            .map(|n| n as i32)
             .filter(|n| *n > 0)
             .unwrap_or(self.config.offsets_partitions)
     }
@@ -227,8 +233,8 @@ impl GroupCoordinator {
 
     /// Writes the group's current record (whatever its state is when the write starts).
     pub(super) async fn store_group(self: &Arc<Self>, group_id: &str) -> Result<(), i16> {
+        let partition = self.partition_of(group_id);
         let record = {
-            let partition = self.partition_of(group_id);
             let inner = self.lock();
             match inner.slots.get(&partition) {
                 Some(Slot::Loaded { groups, .. }) => groups.get(group_id).map(|g| schema::group_value(&g.to_stored())),
@@ -236,11 +242,8 @@ impl GroupCoordinator {
             }
         };
         let Some(value) = record else { return Ok(()) };
-        self.write(
-            self.partition_of(group_id),
-            vec![(schema::group_key(group_id), Some(value))],
-        )
-        .await
+        self.write(partition, vec![(schema::group_key(group_id), Some(value))])
+            .await
     }
 
     /// Appends records to an offsets partition as its leader and waits until they are
@@ -306,26 +309,20 @@ impl GroupCoordinator {
             })
             .map(|(p, _)| *p)
             .collect();
+        let n = self.partition_count();
         for p in &dropped {
             inner.slots.remove(p);
-            let n = self.partition_count();
-            let orphaned = |(g, _): &(String, String)| partition_for(g, n) == *p;
-            let joins: Vec<_> = inner.parked.joins.keys().filter(|k| orphaned(k)).cloned().collect();
-            for k in joins {
-                if let Some(tx) = inner.parked.joins.remove(&k) {
-                    let _ = tx.send(JoinResult::error(NOT_COORDINATOR, &k.1));
-                }
-            }
-            let syncs: Vec<_> = inner.parked.syncs.keys().filter(|k| orphaned(k)).cloned().collect();
-            for k in syncs {
-                if let Some(tx) = inner.parked.syncs.remove(&k) {
-                    let _ = tx.send(SyncResult::error(NOT_COORDINATOR));
-                }
-            }
             tracing::info!(
                 partition = p,
                 "no longer coordinator for this offsets partition; its groups are unloaded"
             );
+        }
+        let orphaned = |g: &str| dropped.contains(&partition_for(g, n));
+        for ((_, member), tx) in take_where(&mut inner.parked.joins, orphaned) {
+            let _ = tx.send(JoinResult::error(NOT_COORDINATOR, &member));
+        }
+        for (_, tx) in take_where(&mut inner.parked.syncs, orphaned) {
+            let _ = tx.send(SyncResult::error(NOT_COORDINATOR));
         }
         for (p, epoch) in led {
             if inner.slots.contains_key(&p) {

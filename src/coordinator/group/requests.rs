@@ -278,10 +278,10 @@ impl GroupCoordinator {
             .map(|(t, p)| (schema::offset_key(group_id, t, *p), None))
             .collect();
         records.push((schema::group_key(group_id), None));
-        if let Err(code) = self.write(self.partition_of(group_id), records).await {
+        let partition = self.partition_of(group_id);
+        if let Err(code) = self.write(partition, records).await {
             return code;
         }
-        let partition = self.partition_of(group_id);
         if let Some(Slot::Loaded { groups, .. }) = self.lock().slots.get_mut(&partition) {
             if groups
                 .get(group_id)

@@ -27,7 +27,7 @@ pub(super) async fn offset_commit(
     // Like Kafka, partitions the cluster does not have are answered UNKNOWN_TOPIC_OR_PARTITION
     // and not committed.
     let cache = &apis.metadata_cache;
-    let exists = |topic: &str, p: i32| cache.topic(topic).is_some_and(|t| t.partitions.contains_key(&p));
+    let exists = |topic: &str, p: i32| cache.has_partition(topic, p);
     let entries: Vec<CommitEntry> = r
         .topics
         .iter()
