@@ -100,15 +100,18 @@ async fn wait_for_split(members: &[&Member], what: &str) {
             all_partitions(members).as_ref() == Some(&want)
                 && members.iter().all(|m| !m.assignment().unwrap_or_default().is_empty())
         },
-        || {
-            members
-                .iter()
-                .map(|m| format!("{}: {:?}", m.name, m.output()))
-                .collect::<Vec<_>>()
-                .join("\n")
-        },
+        || outputs(members),
     )
     .await;
+}
+
+/// What each member printed, for a timeout's diagnosis.
+fn outputs(members: &[&Member]) -> String {
+    members
+        .iter()
+        .map(|m| format!("{}: {:?}", m.name, m.output()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 async fn wait_for_count(members: &[&Member], n: usize, what: &str) {
@@ -116,13 +119,7 @@ async fn wait_for_count(members: &[&Member], n: usize, what: &str) {
         Duration::from_secs(60),
         what,
         || async { members.iter().map(|m| m.records().len()).sum::<usize>() >= n },
-        || {
-            members
-                .iter()
-                .map(|m| format!("{}: {:?}", m.name, m.output()))
-                .collect::<Vec<_>>()
-                .join("\n")
-        },
+        || outputs(members),
     )
     .await;
 }
@@ -351,7 +348,7 @@ async fn a_static_member_restarted_within_its_session_gets_its_partitions_back_w
         Duration::from_secs(30),
         "the restarted instance has its old partitions",
         || async { b2.assignment().as_ref() == Some(&b_partitions) },
-        || format!("{:?}\n{:?}", b2.output(), a.output()),
+        || outputs(&[&b2, &a]),
     )
     .await;
     assert_eq!(
@@ -402,7 +399,7 @@ async fn cooperative_sticky_members_rebalance_incrementally_and_consume_everythi
             all.extend(values(&b.records()));
             all.into_iter().collect::<BTreeSet<_>>().len() == 600
         },
-        || format!("{:?}\n{:?}", a.output(), b.output()),
+        || outputs(&[&a, &b]),
     )
     .await;
     let mut got = values(&b.stop().await);

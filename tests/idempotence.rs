@@ -11,11 +11,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use common::cluster::{cluster_ready, create_topic_by_hand};
-use common::replicas::{isr, leader, CONSUMER};
+use common::cluster::cluster_ready;
+use common::replicas::{bootstrap, create_topic, isr, leader, lines, python, spec, CONSUMER, SESSION_MS};
 use common::wire::Wire;
 use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -23,38 +22,6 @@ use kafka_protocol::messages::{InitProducerIdRequest, ProduceRequest, ProducerId
 use kafka_protocol::protocol::StrBytes;
 use kastle::protocol::test_support::BatchBuilder;
 use kastle::zk::store::ZkStore;
-use kastle::zk::ZkSession;
-
-const SESSION_MS: u64 = 3_000;
-
-fn spec(chroot: &str, id: i32, extra: &[(&str, &str)]) -> BrokerSpec {
-    extra.iter().fold(
-        BrokerSpec::new(id, &zookeeper().connect(chroot)).session_timeout_ms(SESSION_MS),
-        |s, (k, v)| s.with(k, v),
-    )
-}
-
-async fn create_topic(zk: &ZkSession, topic: &str, replicas: &str) {
-    create_topic_by_hand(zk, topic, &format!(r#"{{"0":{replicas}}}"#)).await;
-    wait_until(Duration::from_secs(20), "a leader", || async {
-        leader(zk, topic).await >= 0
-    })
-    .await;
-}
-
-async fn bootstrap(zk: &ZkSession) -> String {
-    let mut addrs = Vec::new();
-    for id in zk.children("/brokers/ids").await.expect("ids") {
-        addrs.push(bootstrap_of(zk, id.parse().expect("id")).await);
-    }
-    addrs.join(",")
-}
-
-fn python(args: &[&str]) -> Command {
-    let mut c = Command::new(common::python());
-    c.args(args);
-    c
-}
 
 fn run_python(args: &[&str]) -> String {
     let out = python(args).output().expect("python");
@@ -78,26 +45,10 @@ fn consume_all(bootstrap: &str, topic: &str) -> Vec<String> {
 
 /// The producer ids of the batches stored for `topic-0` in `log_dir`.
 fn stored_producer_ids(log_dir: &Path, topic: &str) -> Vec<i64> {
-    let dir = log_dir.join(format!("{topic}-0"));
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    files.retain(|p| p.extension().is_some_and(|e| e == "log"));
-    files.sort();
-    let mut ids = Vec::new();
-    for file in files {
-        let data = std::fs::read(&file).unwrap_or_default();
-        let mut pos = 0;
-        while pos + 61 <= data.len() {
-            let len = i32::from_be_bytes(data[pos + 8..pos + 12].try_into().expect("4"));
-            if len <= 0 || pos + 12 + len as usize > data.len() {
-                break;
-            }
-            ids.push(i64::from_be_bytes(data[pos + 43..pos + 51].try_into().expect("8")));
-            pos += 12 + len as usize;
-        }
-    }
-    ids
+    common::replicas::stored_batches(log_dir, topic, 0)
+        .iter()
+        .map(|h| h.producer_id)
+        .collect()
 }
 
 const KAFKA_PYTHON_DEFAULTS: &str = r#"
@@ -388,7 +339,7 @@ async fn producer_state_survives_restarts_and_a_new_leader_deduplicates_what_it_
 }
 
 const IDEMPOTENT_PRODUCER: &str = r#"
-import sys, time
+import sys
 from confluent_kafka import Producer
 bootstrap, topic, count, acked_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 linger = int(sys.argv[5]) if len(sys.argv) > 5 else 5
@@ -411,19 +362,11 @@ for i in range(count):
         except BufferError:
             p.poll(0.05)
     if i % 100 == 99:
-        p.poll(0)
-        time.sleep(0.01)
+        # Pace the stream on delivery reports (up to 10 ms) so a kill lands mid-stream.
+        p.poll(0.01)
 p.flush(180)
 print("errors", len(errors), errors[:5])
 "#;
-
-fn lines(path: &Path) -> Vec<i64> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotent_producer_through_a_leader_kill_delivers_each_record_once_in_order() {

@@ -7,48 +7,17 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
-use common::cluster::{cluster_ready, controller_of, create_topic_by_hand};
-use common::replicas::{batch_crcs, isr, leader, leader_log_end, log_end, produce_request, state, CONSUMER, PRODUCER};
+use common::cluster::{cluster_ready, controller_of};
+use common::replicas::{
+    batch_crcs, bootstrap, create_topic, isr, leader, leader_log_end, lines, log_end, produce_request, python, spec,
+    state, CONSUMER, PRODUCER, SESSION_MS,
+};
 use common::wire::Wire;
 use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
 use kastle::zk::store::ZkStore;
 use kastle::zk::ZkSession;
-
-const SESSION_MS: u64 = 3_000;
-
-fn spec(chroot: &str, id: i32, extra: &[(&str, &str)]) -> BrokerSpec {
-    extra.iter().fold(
-        BrokerSpec::new(id, &zookeeper().connect(chroot)).session_timeout_ms(SESSION_MS),
-        |s, (k, v)| s.with(k, v),
-    )
-}
-
-async fn create_topic(zk: &ZkSession, topic: &str, replicas: &str) {
-    create_topic_by_hand(zk, topic, &format!(r#"{{"0":{replicas}}}"#)).await;
-    wait_until(Duration::from_secs(20), "a leader", || async {
-        leader(zk, topic).await >= 0
-    })
-    .await;
-}
-
-async fn bootstrap(zk: &ZkSession) -> String {
-    let mut addrs = Vec::new();
-    for id in zk.children("/brokers/ids").await.expect("ids") {
-        addrs.push(bootstrap_of(zk, id.parse().expect("id")).await);
-    }
-    addrs.join(",")
-}
-
-fn lines(path: &std::path::Path) -> Vec<i64> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
 
 /// Every acknowledged value is in `consumed`, and acknowledged values first appear in the order
 /// they were sent (duplicates from retries are allowed: the producer is not idempotent).
@@ -94,12 +63,6 @@ async fn assert_replicas_identical(zk: &ZkSession, brokers: &[BrokerProcess], to
     for d in &dirs[1..] {
         assert_eq!(batch_crcs(d, topic, 0), first, "replica {} diverged", d.display());
     }
-}
-
-fn python(args: &[&str]) -> Command {
-    let mut c = Command::new(common::python());
-    c.args(args);
-    c
 }
 
 fn consume_all(bootstrap: &str, topic: &str) -> Vec<i64> {

@@ -39,18 +39,22 @@ async fn setup(zk: &ZkSession, topic: &str) {
 /// NOT_LEADER_OR_FOLLOWER: the state znode can name it leader a moment before it has applied
 /// its LeaderAndIsr. Nothing is appended by a refused request, so the retry adds no duplicate.
 async fn produce(zk: &ZkSession, to: i32, topic: &str, acks: i16, value: &str) {
-    let mut wire = Wire::connect(&bootstrap_of(zk, to).await).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let r = wire.send(&produce_request(topic, acks, value.as_bytes()), 7).await;
-        let code = r.responses[0].partition_responses[0].error_code;
-        if code == 6 && std::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        }
-        assert_eq!(code, 0, "produce {value} to {to}");
-        return;
-    }
+    let addr = bootstrap_of(zk, to).await;
+    let code = std::sync::atomic::AtomicI16::new(-1);
+    let (addr, code_ref) = (&addr, &code);
+    wait_until(
+        Duration::from_secs(20),
+        &format!("broker {to} to take {value} as leader"),
+        move || async move {
+            let mut wire = Wire::connect(addr).await;
+            let r = wire.send(&produce_request(topic, acks, value.as_bytes()), 7).await;
+            let c = r.responses[0].partition_responses[0].error_code;
+            code_ref.store(c, std::sync::atomic::Ordering::SeqCst);
+            c != 6
+        },
+    )
+    .await;
+    assert_eq!(code.into_inner(), 0, "produce {value} to {to}");
 }
 
 async fn gone(zk: &ZkSession, id: i32) {

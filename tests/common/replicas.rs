@@ -1,5 +1,6 @@
-//! Helpers for replication tests: a partition's batches as stored on disk (to compare replicas
-//! byte-for-byte by their CRCs), the state znode, and Python producers/consumers.
+//! Helpers for replication tests: brokers with a short session, one-partition topics written by
+//! hand, a partition's batches as stored on disk (to compare replicas byte-for-byte by their
+//! CRCs), the state znode, and Python producers/consumers with their acknowledged values.
 
 use std::path::Path;
 
@@ -12,11 +13,56 @@ use kastle::zk::models::{PartitionState, ZNodePayload};
 use kastle::zk::store::ZkStore;
 use kastle::zk::ZkSession;
 
+/// The ZooKeeper session of replication tests' brokers: a killed broker is noticed quickly.
+pub const SESSION_MS: u64 = 3_000;
+
+/// Broker `id` on `chroot` with [`SESSION_MS`] and `extra` settings.
+pub fn spec(chroot: &str, id: i32, extra: &[(&str, &str)]) -> super::BrokerSpec {
+    extra.iter().fold(
+        super::BrokerSpec::new(id, &super::zookeeper().connect(chroot)).session_timeout_ms(SESSION_MS),
+        |s, (k, v)| s.with(k, v),
+    )
+}
+
+/// Writes a one-partition topic with `replicas` (a JSON list) by hand and waits for a leader.
+pub async fn create_topic(zk: &ZkSession, topic: &str, replicas: &str) {
+    super::cluster::create_topic_by_hand(zk, topic, &format!(r#"{{"0":{replicas}}}"#)).await;
+    super::wait_until(std::time::Duration::from_secs(20), "a leader", || async {
+        leader(zk, topic).await >= 0
+    })
+    .await;
+}
+
+/// Every registered broker's address, comma-separated (a client's bootstrap list).
+pub async fn bootstrap(zk: &ZkSession) -> String {
+    let mut addrs = Vec::new();
+    for id in zk.children("/brokers/ids").await.expect("ids") {
+        addrs.push(super::bootstrap_of(zk, id.parse().expect("id")).await);
+    }
+    addrs.join(",")
+}
+
+/// The repo's Python with `args`.
+pub fn python(args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(super::python());
+    c.args(args);
+    c
+}
+
+/// The integers a producer script wrote to `path`, one per line (its acknowledged values).
+pub fn lines(path: &Path) -> Vec<i64> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
 use super::wire::Wire;
 
-/// (base offset, last offset delta, leader epoch, CRC) of every batch of `topic-partition` in
-/// `log_dir`, in offset order.
-pub fn batch_crcs(log_dir: &Path, topic: &str, partition: i32) -> Vec<(i64, i32, i32, u32)> {
+/// Every batch header stored for `topic-partition` in `log_dir`, in offset order (each segment
+/// up to its first torn or invalid batch).
+pub fn stored_batches(log_dir: &Path, topic: &str, partition: i32) -> Vec<kastle::protocol::BatchHeader> {
     let dir = log_dir.join(format!("{topic}-{partition}"));
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -26,21 +72,22 @@ pub fn batch_crcs(log_dir: &Path, topic: &str, partition: i32) -> Vec<(i64, i32,
     let mut out = Vec::new();
     for file in files {
         let data = std::fs::read(&file).unwrap_or_default();
-        let mut pos = 0;
-        while pos + 21 <= data.len() {
-            let base = i64::from_be_bytes(data[pos..pos + 8].try_into().expect("8"));
-            let len = i32::from_be_bytes(data[pos + 8..pos + 12].try_into().expect("4"));
-            if len <= 0 || pos + 12 + len as usize > data.len() {
-                break;
-            }
-            let epoch = i32::from_be_bytes(data[pos + 12..pos + 16].try_into().expect("4"));
-            let crc = u32::from_be_bytes(data[pos + 17..pos + 21].try_into().expect("4"));
-            let delta = i32::from_be_bytes(data[pos + 23..pos + 27].try_into().expect("4"));
-            out.push((base, delta, epoch, crc));
-            pos += 12 + len as usize;
-        }
+        out.extend(
+            kastle::protocol::BatchScanner::without_crc(&data)
+                .map_while(Result::ok)
+                .map(|(_, h)| h),
+        );
     }
     out
+}
+
+/// (base offset, last offset delta, leader epoch, CRC) of every batch of `topic-partition` in
+/// `log_dir`, in offset order.
+pub fn batch_crcs(log_dir: &Path, topic: &str, partition: i32) -> Vec<(i64, i32, i32, u32)> {
+    stored_batches(log_dir, topic, partition)
+        .iter()
+        .map(|h| (h.base_offset, h.last_offset_delta, h.partition_leader_epoch, h.crc))
+        .collect()
 }
 
 /// The next offset after the last stored batch.
