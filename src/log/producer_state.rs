@@ -23,14 +23,13 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::protocol::error_codes as ec;
 use crate::protocol::record_batch::BatchHeader;
 
 /// How many batches of each producer are remembered for duplicate detection (Kafka's
 /// `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`, the client's max in-flight requests).
 pub const NUM_BATCHES_TO_RETAIN: usize = 5;
-pub const NO_PRODUCER_ID: i64 = -1;
-pub const NO_PRODUCER_EPOCH: i16 = -1;
-pub const NO_SEQUENCE: i32 = -1;
+pub use crate::protocol::record_batch::header::{NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE};
 
 /// What a batch of a producer was: enough to answer its retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,9 +194,12 @@ impl ProducerStateError {
     /// Kafka's response code.
     pub fn error_code(&self) -> i16 {
         match self {
-            ProducerStateError::InvalidProducerEpoch { .. } => 47, // INVALID_PRODUCER_EPOCH
-            ProducerStateError::InvalidNewEpochSequence { .. } | ProducerStateError::OutOfOrderSequence { .. } => 45, // OUT_OF_ORDER_SEQUENCE_NUMBER
-            ProducerStateError::MissingSequence { .. } => 87, // INVALID_RECORD, as LogValidator answers
+            ProducerStateError::InvalidProducerEpoch { .. } => ec::INVALID_PRODUCER_EPOCH,
+            ProducerStateError::InvalidNewEpochSequence { .. } | ProducerStateError::OutOfOrderSequence { .. } => {
+                ec::OUT_OF_ORDER_SEQUENCE_NUMBER
+            }
+            // As LogValidator answers a batch without a sequence.
+            ProducerStateError::MissingSequence { .. } => ec::INVALID_RECORD,
         }
     }
 }

@@ -37,8 +37,10 @@ impl ProducerIdError {
     /// UNKNOWN_SERVER_ERROR, as `Errors.forException` maps Kafka's `KafkaException`.
     pub fn error_code(&self) -> i16 {
         match self {
-            ProducerIdError::Zk(_) => 14, // COORDINATOR_LOAD_IN_PROGRESS
-            ProducerIdError::Exhausted { .. } | ProducerIdError::Corrupt(_) => -1, // UNKNOWN_SERVER_ERROR
+            ProducerIdError::Zk(_) => crate::protocol::error_codes::COORDINATOR_LOAD_IN_PROGRESS,
+            ProducerIdError::Exhausted { .. } | ProducerIdError::Corrupt(_) => {
+                crate::protocol::error_codes::UNKNOWN_SERVER_ERROR
+            }
         }
     }
 }

@@ -15,11 +15,10 @@ use crate::types::BrokerId;
 use crate::zk::kafka_zk_client::KafkaZkError;
 use crate::zk::store::ZkError;
 
-pub const TOPIC_ALREADY_EXISTS: i16 = 36;
-pub const INVALID_PARTITIONS: i16 = 37;
-pub const INVALID_REPLICATION_FACTOR: i16 = 38;
-pub const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
-pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+pub use crate::protocol::error_codes::{
+    INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, TOPIC_ALREADY_EXISTS,
+    UNKNOWN_SERVER_ERROR,
+};
 
 /// Kafka's legal topic names: `[a-zA-Z0-9._-]`, 1–249 characters, not `.` or `..`.
 pub fn valid_topic_name(name: &str) -> bool {

@@ -1,26 +1,13 @@
-//! Kafka's error codes the group coordinator answers with.
+//! The error codes the group coordinator answers with (defined in `protocol::error_codes`),
+//! and how a failed write to `__consumer_offsets` is reported to group clients.
 
-pub use crate::protocol::error_codes::{NONE, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, UNKNOWN_TOPIC_OR_PARTITION};
-
-pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
-pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-pub const NOT_COORDINATOR: i16 = 16;
-pub const ILLEGAL_GENERATION: i16 = 22;
-pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-pub const INVALID_GROUP_ID: i16 = 24;
-pub const UNKNOWN_MEMBER_ID: i16 = 25;
-pub const INVALID_SESSION_TIMEOUT: i16 = 26;
-pub const REBALANCE_IN_PROGRESS: i16 = 27;
-pub const INVALID_COMMIT_OFFSET_SIZE: i16 = 28;
-pub const INVALID_REQUEST: i16 = 42;
-pub const NON_EMPTY_GROUP: i16 = 68;
-pub const GROUP_ID_NOT_FOUND: i16 = 69;
-pub const MEMBER_ID_REQUIRED: i16 = 79;
-pub const FENCED_INSTANCE_ID: i16 = 82;
-pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
-pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
-pub const UNSUPPORTED_VERSION: i16 = 35;
+pub use crate::protocol::error_codes::{
+    COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND,
+    GROUP_MAX_SIZE_REACHED, GROUP_SUBSCRIBED_TO_TOPIC, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_COMMIT_OFFSET_SIZE, INVALID_GROUP_ID, INVALID_REQUEST, INVALID_SESSION_TIMEOUT, MEMBER_ID_REQUIRED, NONE,
+    NON_EMPTY_GROUP, NOT_COORDINATOR, NOT_ENOUGH_REPLICAS, OFFSET_METADATA_TOO_LARGE, REBALANCE_IN_PROGRESS,
+    REQUEST_TIMED_OUT, UNKNOWN_MEMBER_ID, UNKNOWN_TOPIC_OR_PARTITION,
+};
 
 /// How a failed write to `__consumer_offsets` is reported to group clients (Kafka's mapping in
 /// `GroupMetadataManager.storeOffsets` / `storeGroup`).

@@ -18,7 +18,7 @@ use crate::replica::PartitionState;
 use crate::server::metadata_cache::{BrokerEndpoint, CachedPartition, LiveBroker};
 use crate::types::{BrokerId, TopicPartition};
 
-const NOT_CONTROLLER: i16 = 41;
+use crate::protocol::error_codes::NOT_CONTROLLER;
 
 fn ids(v: &[kafka_protocol::messages::BrokerId]) -> Vec<BrokerId> {
     v.iter().map(|b| BrokerId(b.0)).collect()

@@ -9,7 +9,7 @@ use super::{wait_for_metadata, KafkaApis};
 use crate::network::handler::RequestContext;
 use crate::types::BrokerId;
 
-const NOT_CONTROLLER: i16 = 41;
+use crate::protocol::error_codes::NOT_CONTROLLER;
 
 pub(super) async fn handle(
     apis: &KafkaApis,

@@ -11,7 +11,7 @@ use crate::network::handler::RequestContext;
 use crate::server::topic_creation::{self, NewTopic};
 use crate::types::BrokerId;
 
-const NOT_CONTROLLER: i16 = 41;
+use crate::protocol::error_codes::NOT_CONTROLLER;
 
 pub(super) async fn handle(
     apis: &KafkaApis,

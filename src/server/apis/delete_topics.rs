@@ -12,8 +12,8 @@ use crate::protocol::error_codes as ec;
 use crate::zk::paths;
 use crate::zk::store::{CreateMode, ZkError, ZkStore};
 
-const NOT_CONTROLLER: i16 = 41;
-const TOPIC_DELETION_DISABLED: i16 = 73;
+use crate::protocol::error_codes::NOT_CONTROLLER;
+use crate::protocol::error_codes::TOPIC_DELETION_DISABLED;
 
 pub(super) async fn handle(
     apis: &KafkaApis,

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicN
 use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
 
-const NOT_CONTROLLER: i16 = 41;
+use crate::protocol::error_codes::NOT_CONTROLLER;
 
 pub(super) async fn handle(
     apis: &KafkaApis,

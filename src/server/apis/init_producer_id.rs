@@ -19,8 +19,7 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use super::KafkaApis;
 use crate::protocol::error_codes as ec;
 
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-const INVALID_REQUEST: i16 = 42;
+use crate::protocol::error_codes::{COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST};
 
 pub(super) async fn handle(apis: &KafkaApis, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let response = InitProducerIdResponse::default()
