@@ -278,33 +278,12 @@ impl Partition {
 
     /// Reads as leader for follower `replica` (up to the LEO). Its fetch offset is its LEO: it
     /// may move the HW and, once caught up, bring it back into the ISR (returned as a proposal
-    /// to write). A `last_fetched_epoch` the leader does not end where the follower is gets the
+    /// to write) if `isr_eligible`: Kafka's ZK-mode `isReplicaIsrEligible` (the broker is alive
+    /// in the metadata cache), so a broker that already left is not taken back by its last
+    /// fetch. A `last_fetched_epoch` the leader does not end where the follower is gets the
     /// diverging epoch instead of records.
-    pub fn read_for_follower(
-        &self,
-        replica: BrokerId,
-        fetch_offset: i64,
-        last_fetched_epoch: i32,
-        max_bytes: usize,
-        min_isr: i32,
-        now_ms: i64,
-    ) -> Result<(ReadResult, Option<IsrProposal>), i16> {
-        self.read_for_follower_if(
-            replica,
-            fetch_offset,
-            last_fetched_epoch,
-            max_bytes,
-            min_isr,
-            now_ms,
-            true,
-        )
-    }
-
-    /// [`Self::read_for_follower`], where `isr_eligible` says whether the follower may join the
-    /// ISR at all: Kafka's ZK-mode `isReplicaIsrEligible` (the broker is alive in the metadata
-    /// cache). A broker that already left the cluster must not be taken back by its last fetch.
     #[allow(clippy::too_many_arguments)]
-    pub fn read_for_follower_if(
+    pub fn read_for_follower(
         &self,
         replica: BrokerId,
         fetch_offset: i64,

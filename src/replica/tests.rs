@@ -72,9 +72,11 @@ fn the_hw_follows_the_slowest_isr_member_and_acks_all_completes_then() {
     let (info, epoch) = p.append_as_leader(&mut record(), -1, 2, 0).expect("append");
     p.append_as_leader(&mut record(), -1, 2, 0).expect("append");
     assert_eq!(p.check_produce_completion(info.last_offset + 1, epoch, 2), None);
-    p.read_for_follower(BrokerId(2), 2, 0, 1 << 20, 2, 10).expect("fetch");
+    p.read_for_follower(BrokerId(2), 2, 0, 1 << 20, 2, 10, true)
+        .expect("fetch");
     assert_eq!(p.high_watermark(), 0, "follower 3 has not fetched yet");
-    p.read_for_follower(BrokerId(3), 1, 0, 1 << 20, 2, 10).expect("fetch");
+    p.read_for_follower(BrokerId(3), 1, 0, 1 << 20, 2, 10, true)
+        .expect("fetch");
     assert_eq!(p.high_watermark(), 1);
     assert_eq!(p.check_produce_completion(1, epoch, 2), Some(ec::NONE));
     // A consumer sees only what is below the HW.
@@ -91,10 +93,12 @@ fn a_lagging_follower_is_proposed_out_and_a_caught_up_one_back_in() {
     let dir = tempfile::tempdir().expect("tempdir");
     let m = manager(dir.path(), false);
     let p = partition(&m, 1, state(1, 0, &[1, 2, 3]));
-    p.read_for_follower(BrokerId(2), 0, -1, 1 << 20, 2, 0).expect("fetch");
-    p.read_for_follower(BrokerId(3), 0, -1, 1 << 20, 2, 0).expect("fetch");
+    p.read_for_follower(BrokerId(2), 0, -1, 1 << 20, 2, 0, true)
+        .expect("fetch");
+    p.read_for_follower(BrokerId(3), 0, -1, 1 << 20, 2, 0, true)
+        .expect("fetch");
     p.append_as_leader(&mut record(), 1, 2, 0).expect("append");
-    p.read_for_follower(BrokerId(2), 1, 0, 1 << 20, 2, 20_000)
+    p.read_for_follower(BrokerId(2), 1, 0, 1 << 20, 2, 20_000, true)
         .expect("fetch");
     let shrink = p.maybe_shrink_isr(31_000, 30_000).expect("3 lags");
     assert_eq!(shrink.isr, b(&[1, 2]));
@@ -104,7 +108,7 @@ fn a_lagging_follower_is_proposed_out_and_a_caught_up_one_back_in() {
     assert_eq!((p.state().isr, p.state().partition_epoch), (b(&[1, 2]), 1));
 
     let (_, expand) = p
-        .read_for_follower(BrokerId(3), 1, 0, 1 << 20, 2, 32_000)
+        .read_for_follower(BrokerId(3), 1, 0, 1 << 20, 2, 32_000, true)
         .expect("fetch");
     let expand = expand.expect("3 caught up");
     assert_eq!(expand.isr, b(&[1, 2, 3]));
@@ -146,7 +150,7 @@ fn a_follower_with_a_foreign_epoch_is_told_where_to_truncate_and_does() {
     assert_eq!((leo, last_epoch), (3, 1));
 
     let (read, _) = leader
-        .read_for_follower(BrokerId(1), leo, last_epoch, 1 << 20, 1, 0)
+        .read_for_follower(BrokerId(1), leo, last_epoch, 1 << 20, 1, 0, true)
         .expect("fetch");
     assert_eq!(
         read.diverging_epoch,
@@ -158,7 +162,7 @@ fn a_follower_with_a_foreign_epoch_is_told_where_to_truncate_and_does() {
     let (leo, last_epoch, _) = old.fetch_position();
     assert_eq!((leo, last_epoch), (1, 0));
     let (read, _) = leader
-        .read_for_follower(BrokerId(1), leo, last_epoch, 1 << 20, 1, 0)
+        .read_for_follower(BrokerId(1), leo, last_epoch, 1 << 20, 1, 0, true)
         .expect("fetch");
     assert_eq!(read.diverging_epoch, None);
     old.append_as_follower(2, 1, &read.records, read.high_watermark, 0)
@@ -273,11 +277,11 @@ fn a_follower_that_is_not_a_live_broker_is_not_taken_back_into_the_isr() {
     let p = partition(&m, 1, state(1, 0, &[1, 2]));
     // Broker 3 caught up, but it has left the cluster (its last fetch arrives late).
     let (_, proposal) = p
-        .read_for_follower_if(BrokerId(3), 0, -1, 1 << 20, 1, 0, false)
+        .read_for_follower(BrokerId(3), 0, -1, 1 << 20, 1, 0, false)
         .expect("fetch");
     assert_eq!(proposal, None);
     let (_, proposal) = p
-        .read_for_follower_if(BrokerId(3), 0, -1, 1 << 20, 1, 0, true)
+        .read_for_follower(BrokerId(3), 0, -1, 1 << 20, 1, 0, true)
         .expect("fetch");
     assert_eq!(proposal.expect("alive: back in").isr, b(&[1, 2, 3]));
 }

@@ -147,7 +147,7 @@ fn read_partition(
         Some(id) => {
             let hw_before = partition.high_watermark();
             partition
-                .read_for_follower_if(
+                .read_for_follower(
                     id,
                     w.fetch_offset,
                     w.last_fetched_epoch,
