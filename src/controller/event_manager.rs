@@ -185,8 +185,13 @@ impl Trigger {
 }
 
 /// Enqueues `event` for every watch event `trigger` fires on, until the watch or queue ends.
+/// A `Rearmed` (the watch was lost and re-added; changes in between were not seen) re-reads
+/// through the same handler and is counted as `kastle_controller_watch_rearms_total`.
 pub(super) async fn forward_watch(mut stream: WatchStream, trigger: Trigger, event: Event, queue: EventQueue) {
     while let Some(e) = stream.recv().await {
+        if e == WatchEvent::Rearmed {
+            metrics::counter!("kastle_controller_watch_rearms_total").increment(1);
+        }
         if trigger.fires_on(&e) && !queue.put(event.clone()) {
             return;
         }

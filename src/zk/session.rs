@@ -7,8 +7,19 @@
 //! broker registration, later the controller) listen for it and re-create theirs, as Kafka's
 //! `RegisterBrokerAndReelect` does; persistent watches made through [`ZkStore::watch`] are
 //! re-armed here and report [`WatchEvent::Rearmed`] so their owner re-reads what it watches.
+//!
+//! A connection loss that keeps the session (ZooKeeper paused or unreachable for less than the
+//! session timeout) needs the same care. The client reconnects by itself and re-sends its
+//! watches with `SetWatches`, but zookeeper-client 0.11 sends only the one-shot kinds there: the
+//! server forgets every persistent watch at the first disconnect, and a controller holding them
+//! would never hear of a broker's death again. So every watch is re-added here after each
+//! reconnect (an `addWatch` for a path already watched is a no-op on the server), and its owner
+//! gets `Rearmed` to re-read, since events during the gap are lost by ZooKeeper's design.
+//! Reconnects and re-arms are counted (`kastle_zk_reconnects_total`,
+//! `kastle_zk_watch_rearms_total`), and `kastle_zk_disconnected_sessions` is the number of this
+//! process's sessions whose connection is lost right now.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -45,6 +56,12 @@ struct Inner {
     closed: watch::Sender<bool>,
     /// Requests sent to ZooKeeper through this session (a multi counts once: one round trip).
     requests: AtomicU64,
+    /// Reconnections to the same session after a connection loss.
+    reconnects: AtomicU64,
+    /// The connection is lost and the client is trying to get it back.
+    disconnected: AtomicBool,
+    /// Watches re-added after a reconnect or on a new session.
+    watch_rearms: AtomicU64,
 }
 
 /// A ZooKeeper connection that survives session expiry. Cheap to clone.
@@ -74,6 +91,9 @@ impl ZkSession {
             events,
             closed,
             requests: AtomicU64::new(0),
+            reconnects: AtomicU64::new(0),
+            disconnected: AtomicBool::new(false),
+            watch_rearms: AtomicU64::new(0),
         });
         tokio::spawn(monitor(inner.clone()));
         Ok(ZkSession { inner })
@@ -161,6 +181,21 @@ impl ZkSession {
         self.inner.requests.load(Ordering::Relaxed)
     }
 
+    /// Times the client got its connection back within the same session.
+    pub fn reconnects(&self) -> u64 {
+        self.inner.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// True while the connection is lost and the session not yet known to be gone.
+    pub fn connection_lost(&self) -> bool {
+        self.inner.disconnected.load(Ordering::Relaxed)
+    }
+
+    /// Watches re-added so far, after reconnects and on new sessions.
+    pub fn watch_rearms(&self) -> u64 {
+        self.inner.watch_rearms.load(Ordering::Relaxed)
+    }
+
     /// The client for one request, counted.
     fn client(&self) -> Result<Arc<zkc::Client>, ZkError> {
         self.count_request();
@@ -228,10 +263,18 @@ async fn monitor(inner: Arc<Inner>) {
         };
         let ended = loop {
             tokio::select! {
-                s = state.changed() => if s.is_terminated() { break s },
+                s = state.changed() => {
+                    if s.is_terminated() {
+                        break s;
+                    }
+                    note_connection_state(&inner, session_id, s);
+                },
                 _ = closed.changed() => return,
             }
         };
+        if inner.disconnected.swap(false, Ordering::Relaxed) {
+            metrics::gauge!("kastle_zk_disconnected_sessions").decrement(1.0);
+        }
         if *closed.borrow() {
             return;
         }
@@ -270,6 +313,28 @@ async fn monitor(inner: Arc<Inner>) {
         tracing::info!(session = format!("{new_id:#x}"), "new ZooKeeper session established");
         inner.generation.send_modify(|g| *g += 1);
         let _ = inner.events.send(SessionEvent::Established { session_id: new_id });
+    }
+}
+
+/// Logs and counts a connection loss and the reconnect to the same session that ends it.
+fn note_connection_state(inner: &Inner, session_id: i64, state: zkc::SessionState) {
+    let session = format!("{session_id:#x}");
+    let connected = matches!(
+        state,
+        zkc::SessionState::SyncConnected | zkc::SessionState::ConnectedReadOnly
+    );
+    let lost = state == zkc::SessionState::Disconnected;
+    if lost && !inner.disconnected.swap(true, Ordering::Relaxed) {
+        metrics::gauge!("kastle_zk_disconnected_sessions").increment(1.0);
+        tracing::warn!(session, "ZooKeeper connection lost; reconnecting to the same session");
+    } else if connected && inner.disconnected.swap(false, Ordering::Relaxed) {
+        metrics::gauge!("kastle_zk_disconnected_sessions").decrement(1.0);
+        inner.reconnects.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("kastle_zk_reconnects_total").increment(1);
+        tracing::info!(
+            session,
+            "ZooKeeper connection restored within the session; re-arming watches"
+        );
     }
 }
 
@@ -466,7 +531,8 @@ impl ZkStore for ZkSession {
     }
 }
 
-/// Forwards one persistent watch's events, re-arming it on every new session.
+/// Forwards one persistent watch's events, re-arming it after every reconnect and on every new
+/// session.
 async fn run_watch(
     inner: Arc<Inner>,
     path: String,
@@ -490,8 +556,13 @@ async fn run_watch(
                     zkc::EventType::NodeDeleted => WatchEvent::Deleted { path: event.path },
                     zkc::EventType::NodeDataChanged => WatchEvent::DataChanged { path: event.path },
                     zkc::EventType::NodeChildrenChanged => WatchEvent::ChildrenChanged { path: event.path },
-                    // Events during a reconnect can be lost (ZOOKEEPER-4698): ask for a re-read.
+                    // Reconnected within the session: the server lost this watch with the old
+                    // connection (see the module docs). Add it again, then ask for a re-read.
                     zkc::EventType::Session if event.session_state == zkc::SessionState::SyncConnected => {
+                        match rearm(&inner, &path, mode, &mut generation, &mut closed).await {
+                            Some(fresh) => w = fresh,
+                            None => return,
+                        }
                         WatchEvent::Rearmed
                     }
                     zkc::EventType::Session if event.session_state.is_terminated() => break,
@@ -508,11 +579,14 @@ async fn run_watch(
             _ = closed.changed() => return,
             _ = tx.closed() => return,
         }
-        let client = inner.client.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let Some(client) = client else { return };
+        generation.borrow_and_update();
+        let Some(client) = inner.client.read().unwrap_or_else(|p| p.into_inner()).clone() else {
+            return;
+        };
         match client.watch(&path, mode).await {
             Ok(w) => {
                 watcher = Some(w);
+                count_rearm(&inner);
                 if tx.send(WatchEvent::Rearmed).is_err() {
                     return;
                 }
@@ -522,4 +596,45 @@ async fn run_watch(
             }
         }
     }
+}
+
+/// Adds the watch on `path` again through the current client, retrying with backoff while the
+/// connection flaps. `None` when the store closed. If the session ends meanwhile, the watcher
+/// returned is the old one, which then reports the end and is re-armed on the next session.
+async fn rearm(
+    inner: &Arc<Inner>,
+    path: &str,
+    mode: zkc::AddWatchMode,
+    generation: &mut watch::Receiver<u64>,
+    closed: &mut watch::Receiver<bool>,
+) -> Option<zkc::PersistentWatcher> {
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        // A watch added through a newer session's client belongs to that session: mark it seen.
+        generation.borrow_and_update();
+        let client = inner.client.read().unwrap_or_else(|p| p.into_inner()).clone()?;
+        let attempt = tokio::select! {
+            r = client.watch(path, mode) => r,
+            _ = closed.changed() => return None,
+        };
+        match attempt {
+            Ok(w) => {
+                count_rearm(inner);
+                return Some(w);
+            }
+            Err(e) => {
+                tracing::warn!(path, error = %e, "could not re-arm a ZooKeeper watch after a reconnect; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {},
+                    _ = closed.changed() => return None,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+fn count_rearm(inner: &Inner) {
+    inner.watch_rearms.fetch_add(1, Ordering::Relaxed);
+    metrics::counter!("kastle_zk_watch_rearms_total").increment(1);
 }

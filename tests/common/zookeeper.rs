@@ -1,4 +1,4 @@
-//! One real ZooKeeper per test binary.
+//! One real ZooKeeper per test binary, and private ones for tests that pause or stop theirs.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -17,6 +17,8 @@ pub struct ZooKeeperServer {
     _lifeline: Mutex<ChildStdin>,
     /// The wrapper shell; never waited on, since it outlives every test by design.
     _shell: Mutex<std::process::Child>,
+    /// The Java process itself (for SIGSTOP/SIGCONT).
+    pid: u32,
 }
 
 impl ZooKeeperServer {
@@ -37,6 +39,41 @@ impl ZooKeeperServer {
             .await
             .expect("test ZooKeeper session")
     }
+}
+
+impl ZooKeeperServer {
+    /// A ZooKeeper of the caller's own, for a test that pauses it (SIGSTOP stops every session
+    /// on the server, so the binary's shared one would disturb other tests). Stopped on drop.
+    pub fn start_private() -> ZooKeeperServer {
+        start()
+    }
+
+    /// SIGSTOPs the server: every client sees it stop answering, as in a long GC pause or a
+    /// network partition, and its session clock stops with it. Resumed by the guard's drop.
+    pub fn pause(&self) -> Paused<'_> {
+        signal(self.pid, "STOP");
+        Paused { server: self }
+    }
+}
+
+/// A paused ZooKeeper; dropping it (also while a test panics) resumes the server.
+#[derive(Debug)]
+pub struct Paused<'a> {
+    server: &'a ZooKeeperServer,
+}
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        signal(self.server.pid, "CONT");
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{name} {pid} failed");
 }
 
 /// The ZooKeeper of this test binary, started on first use.
@@ -80,9 +117,10 @@ fn start() -> ZooKeeperServer {
     let script = format!(
         "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp {classpath} \
          org.apache.zookeeper.server.quorum.QuorumPeerMain {cfg} >{log} 2>&1 &\n\
-         zk=$!\ncat >/dev/null\nkill $zk 2>/dev/null\nwait $zk\nrm -rf {dir}\n",
+         zk=$!\necho $zk >{pid}\ncat >/dev/null\nkill -CONT $zk 2>/dev/null\nkill $zk 2>/dev/null\nwait $zk\nrm -rf {dir}\n",
         cfg = cfg.display(),
         log = data_dir.join("zookeeper.log").display(),
+        pid = data_dir.join("zookeeper.pid").display(),
         dir = data_dir.display(),
     );
     let mut child = Command::new("sh")
@@ -103,7 +141,12 @@ fn start() -> ZooKeeperServer {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    let pid = std::fs::read_to_string(data_dir.join("zookeeper.pid"))
+        .ok()
+        .and_then(|p| p.trim().parse().ok())
+        .expect("ZooKeeper's pid file");
     ZooKeeperServer {
+        pid,
         port,
         data_dir,
         _lifeline: Mutex::new(lifeline),
@@ -127,7 +170,8 @@ fn is_serving(port: u16) -> bool {
 
 impl Drop for ZooKeeperServer {
     fn drop(&mut self) {
-        // Statics are not dropped; the lifeline does the work when the process exits.
+        // The shared server is a static and never dropped: its lifeline closes when the process
+        // exits. A private one is dropped with its test: closing the lifeline stops it.
         let _ = self._lifeline.lock().map(|mut l| l.flush());
     }
 }
