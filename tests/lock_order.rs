@@ -445,6 +445,8 @@ async fn brokers_keep_answering_while_retention_cleaning_replication_and_electio
             p.late
         );
     }
+    // Debug builds check the lock order (a violation panics the thread that broke it).
+    assert_eq!(count("panicked at"), 0, "a broker thread panicked\n{summary}");
     // The load really ran: retention deleted, the cleaner cleaned, leaders moved, groups loaded.
     assert!(count("retention deleted segments") > 0, "{summary}");
     assert!(count("log cleaned") > 0, "{summary}");

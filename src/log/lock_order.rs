@@ -13,7 +13,7 @@
 //!
 //! So code holding a log lock calls nothing that may take a partition or registry lock: no
 //! callbacks, no closures handed in from outside the log module, no ReplicaManager, no awaits
-//! (the guard is not `Send`). Whatever such code needs from outside (a high watermark, a
+//! (the guard is not `Send`, and `clippy.toml` makes holding it across an await an error). Whatever such code needs from outside (a high watermark, a
 //! config) is read before the log is locked. The LogManager's own maps (`logs`, and the
 //! `per_dir` and `topic_overrides` maps it takes after `logs`) are registries too: they are
 //! never held while a log is locked, nor locked while a log is.
