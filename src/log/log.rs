@@ -3,6 +3,11 @@
 //! batches under an offset ceiling, rolls, truncates, applies retention, keeps the leader-epoch
 //! cache, and recovers after a crash. Every I/O error is reported to the
 //! [`LogDirFailureChannel`] and returned as [`LogError::Storage`] naming the dir.
+//!
+//! A `Log` is used under its lock ([`super::lock_order`]: a partition's lock first, then its
+//! log's, never the reverse). Its methods take every outside value as an argument and call out to
+//! nothing but the failure channel, the fault seam, metrics and tracing, so nothing here can
+//! wait for a lock that comes earlier.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

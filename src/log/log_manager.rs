@@ -3,6 +3,12 @@
 //! places new partitions in the live dir with the fewest, deletes partitions asynchronously
 //! (rename to `…-delete`, remove in the background), writes the per-dir checkpoints, applies
 //! retention and time-based flushes, and drops the logs of a dir that failed.
+//!
+//! Lock order (see [`super::lock_order`]): the maps here (`logs`, then `per_dir` or
+//! `topic_overrides`) are registries, held only to read or change themselves; no log is locked
+//! while one is held, and none is taken while a log is locked. Code here that works on many
+//! logs takes a snapshot of the map, then locks one log at a time, and reads what it needs from
+//! outside (high watermarks) before it locks the log.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -12,6 +18,7 @@ use super::checkpoint::OffsetCheckpointFile;
 use super::config::LogConfig;
 use super::failure::LogDirFailureChannel;
 use super::file::Faults;
+use super::lock_order::assert_no_log_lock;
 use super::log::{LoadReport, Log, LogContext, LogError};
 use super::segment::SegmentIoError;
 use crate::types::TopicPartition;
@@ -24,10 +31,7 @@ const DELETE_SUFFIX: &str = "-delete";
 /// A log shared between the request path and background work.
 pub type SharedLog = Arc<Mutex<Log>>;
 
-/// Locks a log; a panic while it was held does not make it unusable.
-pub fn lock(log: &SharedLog) -> std::sync::MutexGuard<'_, Log> {
-    log.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub use super::lock_order::{lock, LogGuard};
 
 /// Parses a partition dir name `<topic>-<partition>`; `None` for anything else (including
 /// `-delete`, `-future` and `-stray` dirs).
@@ -101,6 +105,16 @@ impl LogManager {
         }
     }
 
+    fn logs(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<TopicPartition, SharedLog>> {
+        assert_no_log_lock("the LogManager's map");
+        self.logs.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn logs_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<TopicPartition, SharedLog>> {
+        assert_no_log_lock("the LogManager's map");
+        self.logs.write().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Whether `topic`'s overrides were given (by [`Self::update_topic_config`]).
     pub fn knows_topic_config(&self, topic: &str) -> bool {
         self.topic_overrides
@@ -122,9 +136,7 @@ impl LogManager {
             partition: i32::MIN,
         };
         let logs: Vec<SharedLog> = self
-            .logs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .logs()
             .range(first..)
             .take_while(|(tp, _)| tp.topic == topic)
             .map(|(_, l)| l.clone())
@@ -169,16 +181,11 @@ impl LogManager {
     }
 
     pub fn get_log(&self, tp: &TopicPartition) -> Option<SharedLog> {
-        self.logs.read().unwrap_or_else(|p| p.into_inner()).get(tp).cloned()
+        self.logs().get(tp).cloned()
     }
 
     pub fn all_logs(&self) -> Vec<(TopicPartition, SharedLog)> {
-        self.logs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .map(|(tp, l)| (tp.clone(), l.clone()))
-            .collect()
+        self.logs().iter().map(|(tp, l)| (tp.clone(), l.clone())).collect()
     }
 
     /// The log of `tp`, created in the live dir holding the fewest partitions if it is new.
@@ -186,7 +193,7 @@ impl LogManager {
         if let Some(log) = self.get_log(tp) {
             return Ok(log);
         }
-        let mut logs = self.logs.write().unwrap_or_else(|p| p.into_inner());
+        let mut logs = self.logs_mut();
         if let Some(log) = logs.get(tp) {
             return Ok(log.clone());
         }
@@ -219,7 +226,7 @@ impl LogManager {
     /// Removes `tp`'s log: its dir is renamed to `<topic>-<p>.<uuid>-delete` at once and removed
     /// in the background.
     pub fn delete_log(&self, tp: &TopicPartition) -> Result<(), LogError> {
-        let mut logs = self.logs.write().unwrap_or_else(|p| p.into_inner());
+        let mut logs = self.logs_mut();
         let Some(log) = logs.remove(tp) else {
             return Ok(());
         };
@@ -260,14 +267,20 @@ impl LogManager {
 
     /// Forgets the logs of a failed dir (their files stay for the operator).
     pub fn handle_dir_failure(&self, dir: &Path) -> Vec<TopicPartition> {
-        let mut logs = self.logs.write().unwrap_or_else(|p| p.into_inner());
-        let gone: Vec<TopicPartition> = logs
-            .iter()
+        // Which logs live there, found without the map's lock (never a log lock under it).
+        let in_dir: Vec<(TopicPartition, SharedLog)> = self
+            .all_logs()
+            .into_iter()
             .filter(|(_, l)| lock(l).root() == dir)
-            .map(|(tp, _)| tp.clone())
             .collect();
-        for tp in &gone {
-            logs.remove(tp);
+        let mut logs = self.logs_mut();
+        let mut gone = Vec::with_capacity(in_dir.len());
+        for (tp, log) in in_dir {
+            // Unless it was deleted (and maybe created again elsewhere) meanwhile.
+            if logs.get(&tp).is_some_and(|l| Arc::ptr_eq(l, &log)) {
+                logs.remove(&tp);
+                gone.push(tp);
+            }
         }
         self.per_dir.lock().unwrap_or_else(|p| p.into_inner()).remove(dir);
         gone
@@ -330,11 +343,13 @@ impl LogManager {
         }
     }
 
-    /// Applies retention to every log, never past each log's high watermark.
+    /// Applies retention to every log, never past each log's high watermark. `high_watermark`
+    /// is asked before the log is locked: it takes the partition's lock, which comes first.
     pub fn cleanup_logs(&self, high_watermark: impl Fn(&TopicPartition) -> i64, now_ms: i64) -> usize {
         let mut deleted = 0;
         for (tp, log) in self.all_logs() {
-            match lock(&log).delete_old_segments(high_watermark(&tp), now_ms) {
+            let hw = high_watermark(&tp);
+            match lock(&log).delete_old_segments(hw, now_ms) {
                 Ok(n) => deleted += n,
                 Err(e) => tracing::warn!(%tp, error = %e, "retention failed"),
             }

@@ -3,7 +3,8 @@
 //! plus its leader-epoch cache and its idempotent producers' state (`producer_state`, snapshotted
 //! in Kafka's `.snapshot` files by `producer_snapshot`); [`cleaner::LogCleaner`] compacts
 //! `cleanup.policy=compact` logs. Also the per-dir files: checkpoints, `meta.properties`, the
-//! clean-shutdown marker; and log-dir failure signalling. This module knows nothing about
+//! clean-shutdown marker; and log-dir failure signalling. The broker's lock order (partition,
+//! then log) is stated and checked in [`lock_order`]. This module knows nothing about
 //! ZooKeeper or the network.
 
 pub mod checkpoint;
@@ -15,6 +16,7 @@ pub mod failure;
 pub mod file;
 pub mod index_file;
 pub mod leader_epoch;
+pub mod lock_order;
 #[allow(clippy::module_inception)]
 pub mod log;
 pub mod log_manager;

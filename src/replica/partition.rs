@@ -1,9 +1,16 @@
 //! One partition as this broker hosts it: the controller's state for it (leader, epoch, ISR,
 //! replicas), its log, and — as leader — the high watermark, what each follower has fetched,
 //! and the ISR change in flight. The rules themselves are pure functions in [`super::isr`]; this
-//! type keeps the state consistent under one lock (order: this partition's state, then its log).
-//! As follower it appends what the fetcher brings, truncates where the leader's epochs diverge,
-//! and takes the leader's HW capped at its own LEO.
+//! type keeps the state consistent under one lock. As follower it appends what the fetcher
+//! brings, truncates where the leader's epochs diverge, and takes the leader's HW capped at its
+//! own LEO.
+//!
+//! Lock order (Kafka's: `leaderIsrUpdateLock`, then the log's lock; the whole rule is in
+//! [`crate::log::lock_order`]): a method here takes this partition's state lock first and may
+//! then lock its log; nothing ever takes a partition's lock while holding a log lock, so code
+//! holding a log lock must not call any method here (not even [`Partition::high_watermark`]).
+//! While holding the state lock this type calls nothing but its log, the pure rules of
+//! [`super::isr`], and tracing: ISR changes are returned as proposals for the caller to submit.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -11,6 +18,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 use super::isr::{self, FollowerState};
+use crate::log::lock_order::assert_no_log_lock;
 use crate::log::log::{LogAppendInfo, LogError};
 use crate::log::log_manager::{lock, SharedLog};
 use crate::protocol::error_codes as ec;
@@ -138,6 +146,7 @@ impl Partition {
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        assert_no_log_lock("a partition's lock");
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 

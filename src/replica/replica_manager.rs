@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::fetcher::{FetcherConfig, FetcherManager};
 use super::partition::{IsrProposal, IsrWriteOutcome, Partition, PartitionState, StoredState};
+use crate::log::lock_order::assert_no_log_lock;
 use crate::log::log_manager::{lock, LogManager};
 use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
@@ -165,29 +166,29 @@ impl ReplicaManager {
         &self.fetchers
     }
 
+    /// The partition map (a registry: see [`crate::log::lock_order`]).
+    fn partitions(&self) -> std::sync::RwLockReadGuard<'_, HashMap<TopicPartition, Arc<Partition>>> {
+        assert_no_log_lock("the ReplicaManager's partition map");
+        self.partitions.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn partitions_mut(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<TopicPartition, Arc<Partition>>> {
+        assert_no_log_lock("the ReplicaManager's partition map");
+        self.partitions.write().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub fn partition(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
-        self.partitions
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(tp)
-            .cloned()
+        self.partitions().get(tp).cloned()
     }
 
     /// Every hosted partition.
     pub fn all_partitions(&self) -> Vec<Arc<Partition>> {
-        self.partitions
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        self.partitions().values().cloned().collect()
     }
 
     /// The partition with `topic_id` and index, for Fetch v13+.
     pub fn partition_by_id(&self, topic_id: uuid::Uuid, partition: i32) -> Option<Arc<Partition>> {
-        self.partitions
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+        self.partitions()
             .values()
             .find(|p| p.topic_id == topic_id && p.tp.partition == partition)
             .cloned()
@@ -203,8 +204,8 @@ impl ReplicaManager {
             .iter()
             .map(|(tp, hw)| (tp.clone(), *hw))
             .collect();
-        for (tp, p) in self.partitions.read().unwrap_or_else(|p| p.into_inner()).iter() {
-            hws.insert(tp.clone(), p.high_watermark());
+        for p in self.all_partitions() {
+            hws.insert(p.tp.clone(), p.high_watermark());
         }
         hws
     }
@@ -349,10 +350,7 @@ impl ReplicaManager {
                 if let Err(e) = partition.apply(p.state.clone(), min_isr, now_ms) {
                     return e.error_code();
                 }
-                self.partitions
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(p.tp.clone(), partition.clone());
+                self.partitions_mut().insert(p.tp.clone(), partition.clone());
                 partition
             }
         };
@@ -509,7 +507,7 @@ impl ReplicaManager {
         self.fetchers.remove(&tps);
         let mut results = Vec::with_capacity(partitions.len());
         for (tp, delete) in partitions {
-            self.partitions.write().unwrap_or_else(|p| p.into_inner()).remove(&tp);
+            self.partitions_mut().remove(&tp);
             let code = if delete {
                 self.checkpointed_hws
                     .lock()

@@ -285,3 +285,25 @@ fn a_follower_that_is_not_a_live_broker_is_not_taken_back_into_the_isr() {
         .expect("fetch");
     assert_eq!(proposal.expect("alive: back in").isr, b(&[1, 2, 3]));
 }
+
+/// Retention asks the partition for its high watermark (the broker's retention task does): it
+/// must do so before locking the log, since a partition's lock comes first (a fetch holds it and
+/// waits for the log). Debug builds catch the inversion as a panic at once; before, the broker
+/// froze when a fetch crossed a retention pass.
+#[test]
+fn retention_asks_for_the_high_watermark_before_it_locks_the_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = manager(dir.path(), false);
+    let p = partition(&m, 1, state(1, 0, &[1]));
+    for _ in 0..3 {
+        p.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+        lock(&p.log()).roll(0).expect("roll");
+    }
+    let config = LogConfig {
+        retention_ms: 1,
+        ..LogConfig::default()
+    };
+    lock(&p.log()).set_config(config);
+    let deleted = m.cleanup_logs(|_| p.high_watermark(), 1_000_000);
+    assert_eq!(deleted, 3, "segments below the HW went");
+}

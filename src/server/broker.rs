@@ -259,6 +259,7 @@ async fn start_registered(
     let (m, rm) = (log_manager.clone(), replica_manager.clone());
     let every = ms(config, "log.retention.check.interval.ms", 300_000);
     tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
+        // The callback takes the partition's lock: cleanup_logs asks it before locking each log.
         let deleted = m.cleanup_logs(|tp| rm.partition(tp).map_or(0, |p| p.high_watermark()), now_ms());
         if deleted > 0 {
             tracing::info!(deleted, "retention deleted segments");
@@ -414,6 +415,7 @@ fn start_log_cleaner(
         return None;
     }
     let rm = replica_manager.clone();
+    // Takes the partition's lock: the cleaner asks it with no lock held (see `lock_order`).
     let cleaner = Arc::new(LogCleaner::new(
         manager.clone(),
         cleaner_config,

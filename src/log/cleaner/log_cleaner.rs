@@ -4,7 +4,9 @@
 //! its segments from the log start through the mapped section in size-bounded groups
 //! (`.cleaned` files), swaps each group in ([`swap::swap_in`]) and advances the log's
 //! `cleaner-offset-checkpoint` entry. Files are read and written off the log's lock; only the
-//! swap takes it. An I/O error takes the log dir offline through the failure channel; a log
+//! swap takes it. High watermarks are asked with no lock held (the callback takes partition
+//! locks, which come before log locks and the cleaner's state: see
+//! [`crate::log::lock_order`]). An I/O error takes the log dir offline through the failure channel; a log
 //! that cannot be parsed is marked uncleanable; nothing here ends the process.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -58,7 +60,7 @@ impl CleanerConfig {
     }
 }
 
-/// Each partition's high watermark: cleaning never passes it.
+/// Each partition's high watermark: cleaning never passes it. Called with no lock held.
 pub type HighWatermarks = Arc<dyn Fn(&TopicPartition) -> i64 + Send + Sync>;
 
 /// Why cleaning one log stopped.
@@ -256,11 +258,13 @@ impl LogCleaner {
                 }
                 (LogView::of(&guard), truncated_to)
             };
-            views.push((tp, log, snapshot, truncated_to));
+            // Asked with no lock held: it takes the partition's lock (see `lock_order`).
+            let hw = (self.high_watermark)(&tp);
+            views.push((tp, log, snapshot, truncated_to, hw));
         }
         let mut state = self.state();
         // A follower's truncation below where cleaning reached: what follows it is new, dirty data.
-        for (tp, _, view, truncated_to) in &views {
+        for (tp, _, view, truncated_to, _) in &views {
             if let Some(t) = truncated_to {
                 if let Some(c) = state.checkpoints.get_mut(&view.root).and_then(|m| m.get_mut(tp)) {
                     *c = (*c).min(*t);
@@ -270,13 +274,12 @@ impl LogCleaner {
         let mut candidates = Vec::new();
         let mut max_dirty: f64 = 0.0;
         let mut picked = Vec::new();
-        for (tp, log, mut view, _) in views {
+        for (tp, log, mut view, _, hw) in views {
             let checkpoint = state.checkpoints.get(&view.root).and_then(|m| m.get(&tp)).copied();
             // Kafka resets a checkpoint outside the log (truncation, new log) to the log start.
             view.first_dirty = checkpoint
                 .filter(|c| *c >= view.log_start && *c <= view.log_end)
                 .unwrap_or(view.log_start);
-            let hw = (self.high_watermark)(&tp);
             view.first_uncleanable =
                 policy::first_uncleanable_offset(&view.segments, hw, view.min_compaction_lag_ms, now_ms);
             let dirtiness = policy::dirtiness(
