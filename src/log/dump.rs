@@ -3,7 +3,7 @@
 //! so output can be diffed against Kafka's tool on the same files.
 //!
 //! `dump/index.rs` holds the index-file formats; `dump/tests.rs` the tests. Compressed batches
-//! are inflated with kafka-protocol's codecs and read with our own record decoder.
+//! are inflated with kafka-protocol's codecs (`record_batch::codec`) and read with our own record decoder.
 //!
 //! Read-only: files are read whole into memory and never modified; a corrupt file is reported
 //! (where and why), never repaired. Index files are checked against the sibling `.log` when it
@@ -14,9 +14,6 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
-
-use bytes::Bytes;
-use kafka_protocol::compression::{Decompressor, Gzip, Lz4, Snappy, Zstd};
 
 use self::index::{dump_offset_index, dump_time_index, dump_txn_index};
 use crate::protocol::record_batch::{
@@ -257,20 +254,10 @@ fn write_records(out: &mut dyn Write, batch: &[u8], h: &BatchHeader) -> io::Resu
     Ok(Ok(()))
 }
 
-/// Decompresses a records section with kafka-protocol's codecs (its default features); the
-/// records are then read by our own decoder, which has no per-record allocation to exhaust. Also
-/// used by readers of internal topics (the group coordinator's loader).
-pub(crate) fn decompress(codec: Compression, section: &[u8]) -> Result<Bytes, String> {
-    let mut input = Bytes::copy_from_slice(section);
-    let result = match codec {
-        Compression::Gzip => <Gzip as Decompressor<Bytes>>::decompress(&mut input, |b| Ok(std::mem::take(b))),
-        Compression::Snappy => <Snappy as Decompressor<Bytes>>::decompress(&mut input, |b| Ok(std::mem::take(b))),
-        Compression::Lz4 => <Lz4 as Decompressor<Bytes>>::decompress(&mut input, |b| Ok(std::mem::take(b))),
-        Compression::Zstd => <Zstd as Decompressor<Bytes>>::decompress(&mut input, |b| Ok(std::mem::take(b))),
-        Compression::None | Compression::Unknown(_) => return Ok(input),
-    };
-    result.map_err(|error| format!("{error:#}"))
-}
+/// Decompresses a records section (see [`crate::protocol::record_batch::codec`]); the records
+/// are then read by our own decoder, which has no per-record allocation to exhaust. Also used by
+/// readers of internal topics (the group coordinator's loader).
+pub(crate) use crate::protocol::record_batch::codec::decompress;
 
 /// The per-record line of `DumpLogSegments.dumpLog` with `--print-data-log`.
 fn write_record_line(out: &mut dyn Write, h: &BatchHeader, r: &Record<'_>) -> io::Result<()> {

@@ -1,13 +1,15 @@
-//! Builders for tests and benchmarks: valid, uncompressed v2 record batches laid out by hand
-//! (varints, CRC-32C), with no dependency on a client library.
+//! Builders for tests and benchmarks: valid v2 record batches laid out by hand (varints,
+//! CRC-32C), with no dependency on a client library; uncompressed unless
+//! [`BatchBuilder::compression`] names a codec.
 //!
 //! The broker itself uses only `build_batch` (the group coordinator's records). The builders
 //! can also produce deliberately odd batches (wrong offset deltas, control or transactional
 //! flags) so validation and recovery tests can reach each check.
 
+use super::record_batch::codec::compress;
 use super::record_batch::header::{
-    compute_crc, CONTROL_FLAG_MASK, CRC_OFFSET, LOG_OVERHEAD, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
-    TRANSACTIONAL_FLAG_MASK,
+    compute_crc, Compression, COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, CRC_OFFSET, LOG_OVERHEAD, NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID, NO_SEQUENCE, TRANSACTIONAL_FLAG_MASK,
 };
 use super::record_batch::varint::{write_varint, write_varlong};
 
@@ -39,7 +41,7 @@ pub struct TestRecord<'a> {
     pub timestamp_delta: i64,
 }
 
-/// Builder for an uncompressed v2 batch with control over every header field a test needs.
+/// Builder for a v2 batch with control over every header field a test needs.
 #[derive(Debug, Clone)]
 pub struct BatchBuilder<'a> {
     base_offset: i64,
@@ -49,6 +51,7 @@ pub struct BatchBuilder<'a> {
     producer_epoch: i16,
     base_sequence: i32,
     attributes: i16,
+    compression: Compression,
     records: Vec<TestRecord<'a>>,
     /// Overrides the natural 0, 1, 2… deltas (to build invalid batches).
     offset_deltas: Option<Vec<i32>>,
@@ -64,6 +67,7 @@ impl<'a> BatchBuilder<'a> {
             producer_epoch: NO_PRODUCER_EPOCH,
             base_sequence: NO_SEQUENCE,
             attributes: 0,
+            compression: Compression::None,
             records: Vec::new(),
             offset_deltas: None,
         }
@@ -95,6 +99,13 @@ impl<'a> BatchBuilder<'a> {
 
     pub fn control(mut self) -> Self {
         self.attributes |= CONTROL_FLAG_MASK;
+        self
+    }
+
+    /// Compresses the records section with `codec` (attribute bits 0-2). An unknown codec sets
+    /// its bits over uncompressed records.
+    pub fn compression(mut self, codec: Compression) -> Self {
+        self.compression = codec;
         self
     }
 
@@ -134,7 +145,8 @@ impl<'a> BatchBuilder<'a> {
         out.extend(self.leader_epoch.to_be_bytes());
         out.push(2);
         out.extend(0u32.to_be_bytes()); // crc, patched below
-        out.extend(self.attributes.to_be_bytes());
+        let codec_bits = i16::from(self.compression.id()) & COMPRESSION_CODEC_MASK;
+        out.extend((self.attributes | codec_bits).to_be_bytes());
         out.extend(last_offset_delta.to_be_bytes());
         out.extend(self.base_timestamp.to_be_bytes());
         out.extend(self.base_timestamp.saturating_add(max_timestamp_delta).to_be_bytes());
@@ -143,6 +155,7 @@ impl<'a> BatchBuilder<'a> {
         out.extend(self.base_sequence.to_be_bytes());
         out.extend(record_count.to_be_bytes());
 
+        let mut records = Vec::new();
         let mut body = Vec::new();
         for (i, record) in self.records.iter().enumerate() {
             body.clear();
@@ -156,9 +169,11 @@ impl<'a> BatchBuilder<'a> {
                 write_bytes(&mut body, Some(*key));
                 write_bytes(&mut body, *value);
             }
-            write_varint(&mut out, len_i32(body.len()));
-            out.extend_from_slice(&body);
+            write_varint(&mut records, len_i32(body.len()));
+            records.extend_from_slice(&body);
         }
+        // An unknown codec (which cannot compress) only sets its bits: a deliberately odd batch.
+        out.extend(compress(self.compression, &records).unwrap_or(records));
 
         let length = len_i32(out.len() - LOG_OVERHEAD);
         out[8..12].copy_from_slice(&length.to_be_bytes());

@@ -10,8 +10,10 @@
 //! Tombstones follow KIP-534 (Kafka 3.1+): the first cleaning that keeps a tombstone stamps its
 //! batch with a delete horizon (`now + delete.retention.ms`, attribute bit 6, in the base
 //! timestamp field); the first cleaning after the horizon drops it, and the cleaner schedules
-//! that cleaning itself. Compressed batches are kept whole and their keys are not mapped:
-//! kastle has no codecs (they are compacted by nothing, as in a Kafka without that codec).
+//! that cleaning itself. Compressed batches (gzip, snappy, lz4, zstd) are inflated to map their
+//! keys and filter their records, and the records they keep are compressed again with the same
+//! codec (Kafka's `MemoryRecords.filterTo`); a batch whose records cannot be inflated is kept
+//! whole.
 //!
 //! Producer state survives compaction as in Kafka: the last batch of each producer id with state
 //! in the log's producer state (its map taken when the cleaning starts) stays, empty if all its

@@ -3,16 +3,21 @@
 //! (Kafka's `MemoryRecords.filterTo`). A batch that loses nothing and needs no delete horizon
 //! is copied as it is; otherwise it is re-encoded with the same base offset, last offset delta
 //! (Kafka's `overrideLastOffset`: the producer's last sequence stays `base sequence + delta`),
-//! leader epoch, producer fields and record offset deltas, and a new CRC. A batch that loses
-//! every record goes, unless it is the last batch of a producer with state: that one stays as an
-//! empty batch (record count 0, Kafka's `writeEmptyHeader`).
+//! leader epoch, attributes, producer fields and record offset deltas, and a new CRC. A
+//! compressed batch is inflated to be mapped and filtered, and what it keeps is compressed again
+//! with its own codec (Kafka's `buildRetainedRecordsInto`); one whose records cannot be read
+//! (an unknown codec, data that does not inflate) is kept whole and its keys are not mapped. A
+//! batch that loses every record goes, unless it is the last batch of a producer with state:
+//! that one stays as an empty, uncompressed batch (record count 0, Kafka's `writeEmptyHeader`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::policy::{retain_record, Retain};
+use crate::protocol::record_batch::codec;
 use crate::protocol::record_batch::header::{
-    ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, CRC_OFFSET, DELETE_HORIZON_FLAG_MASK, LENGTH_OFFSET,
-    MAX_TIMESTAMP_OFFSET, RECORDS_COUNT_OFFSET,
+    ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, COMPRESSION_CODEC_MASK, CRC_OFFSET, DELETE_HORIZON_FLAG_MASK,
+    LENGTH_OFFSET, MAX_TIMESTAMP_OFFSET, RECORDS_COUNT_OFFSET,
 };
 use crate::protocol::record_batch::varint::{write_varint, write_varlong};
 use crate::protocol::record_batch::{
@@ -59,18 +64,31 @@ impl OffsetMap {
         self.bytes
     }
 
-    /// Adds the keyed records of one stored batch. Control and compressed batches add nothing
-    /// (kastle does not decompress; see the module docs of `cleaner`).
+    /// Adds the keyed records of one stored batch, inflated if it is compressed. Control batches
+    /// and batches whose records cannot be read add nothing.
     pub fn add_batch(&mut self, header: &BatchHeader, batch: &[u8]) {
-        if header.is_control() || header.compression() != Compression::None {
+        if header.is_control() {
             return;
         }
-        let section = batch.get(RECORDS_OFFSET..).unwrap_or(&[]);
-        for record in RecordIter::new(section, header.record_count).flatten() {
+        let Some(section) = records_section(header, batch) else {
+            return;
+        };
+        for record in RecordIter::new(&section, header.record_count).flatten() {
             if let Some(key) = record.key {
                 self.put(key, header.base_offset + i64::from(record.offset_delta));
             }
         }
+    }
+}
+
+/// The records section of `batch`, inflated when it is compressed. `None` when its records
+/// cannot be read: an unknown codec or data that does not inflate.
+fn records_section<'a>(header: &BatchHeader, batch: &'a [u8]) -> Option<Cow<'a, [u8]>> {
+    let section = batch.get(RECORDS_OFFSET..).unwrap_or(&[]);
+    match header.compression() {
+        Compression::None => Some(Cow::Borrowed(section)),
+        Compression::Unknown(_) => None,
+        codec => codec::decompress(codec, section).ok().map(|b| Cow::Owned(Vec::from(b))),
     }
 }
 
@@ -97,7 +115,9 @@ pub struct FilterOutcome {
 
 /// Filters one stored batch against `map` at `now_ms`. A batch with a surviving tombstone and no
 /// delete horizon gets `now_ms + delete_retention_ms` (KIP-534): its tombstones go in the first
-/// cleaning after that. Control and compressed batches are kept whole. With `retain_empty` (see
+/// cleaning after that. A compressed batch is inflated and what it keeps compressed again with
+/// its codec. Control batches and batches whose records cannot be read (an unknown codec, data
+/// that does not inflate or decode) are kept whole. With `retain_empty` (see
 /// [`super::policy::retain_empty_batch`]) a batch that loses every record is kept empty.
 pub fn filter_batch(
     header: &BatchHeader,
@@ -113,15 +133,19 @@ pub fn filter_batch(
         records_dropped: 0,
         tombstone_horizon: None,
     };
-    if header.is_control() || header.compression() != Compression::None {
+    if header.is_control() {
         return whole;
     }
-    let section = batch.get(RECORDS_OFFSET..).unwrap_or(&[]);
+    let Some(section) = records_section(header, batch) else {
+        tracing::warn!(offset = header.base_offset, codec = %header.compression(), "a compressed batch cannot be inflated; the cleaner keeps it whole");
+        return whole;
+    };
     let mut kept: Vec<Record<'_>> = Vec::new();
     let mut dropped = 0;
-    for record in RecordIter::new(section, header.record_count) {
+    for record in RecordIter::new(&section, header.record_count) {
         let Ok(record) = record else {
-            // Stored batches were validated on append; keep anything unreadable untouched.
+            // Uncompressed batches were validated on append, compressed ones were not: keep
+            // anything unreadable untouched.
             return whole;
         };
         let offset = header.base_offset + i64::from(record.offset_delta);
@@ -165,7 +189,13 @@ pub fn filter_batch(
     let new = if kept.is_empty() {
         encode_empty(header, batch)
     } else {
-        encode(header, batch, &kept, horizon.filter(|_| needs_horizon))
+        match encode(header, batch, &kept, horizon.filter(|_| needs_horizon)) {
+            Ok(new) => new,
+            Err(error) => {
+                tracing::warn!(offset = header.base_offset, %error, "a cleaned batch cannot be compressed; the cleaner keeps it whole");
+                return whole;
+            }
+        }
     };
     FilterOutcome {
         batch: Filtered::Rewritten(new),
@@ -175,9 +205,15 @@ pub fn filter_batch(
     }
 }
 
-/// Re-encodes `batch` with only `kept` (in order). With `new_horizon`, the base timestamp field
-/// carries the horizon and record timestamp deltas are rebased so absolute timestamps stay.
-fn encode(header: &BatchHeader, batch: &[u8], kept: &[Record<'_>], new_horizon: Option<i64>) -> Vec<u8> {
+/// Re-encodes `batch` with only `kept` (in order), compressed with the batch's codec. With
+/// `new_horizon`, the base timestamp field carries the horizon and record timestamp deltas are
+/// rebased so absolute timestamps stay. Fails only when the codec fails.
+fn encode(
+    header: &BatchHeader,
+    batch: &[u8],
+    kept: &[Record<'_>],
+    new_horizon: Option<i64>,
+) -> Result<Vec<u8>, String> {
     let original_base_ts = header.base_timestamp;
     let base_ts = new_horizon.unwrap_or(original_base_ts);
     let mut records = Vec::new();
@@ -199,6 +235,10 @@ fn encode(header: &BatchHeader, batch: &[u8], kept: &[Record<'_>], new_horizon: 
         write_varint(&mut records, body.len() as i32);
         records.extend_from_slice(&body);
     }
+    let records = match header.compression() {
+        Compression::None => records,
+        codec => codec::compress(codec, &records)?,
+    };
     let mut out = Vec::with_capacity(RECORDS_OFFSET + records.len());
     out.extend_from_slice(&batch[..RECORDS_OFFSET]);
     out.extend_from_slice(&records);
@@ -218,17 +258,18 @@ fn encode(header: &BatchHeader, batch: &[u8], kept: &[Record<'_>], new_horizon: 
     out[RECORDS_COUNT_OFFSET..RECORDS_COUNT_OFFSET + 4].copy_from_slice(&(kept.len() as i32).to_be_bytes());
     let crc = compute_crc(&out);
     out[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
-    out
+    Ok(out)
 }
 
 /// The header of `batch` alone, as Kafka's `DefaultRecordBatch.writeEmptyHeader` writes it: same
 /// base offset, last offset delta, leader epoch, producer id, epoch and base sequence, max
-/// timestamp and timestamp type; no records, no base timestamp (-1) and no delete horizon.
+/// timestamp, timestamp type and transactional flag; no records, no compression (an empty
+/// records section is no valid compressed stream), no base timestamp (-1) and no delete horizon.
 fn encode_empty(header: &BatchHeader, batch: &[u8]) -> Vec<u8> {
     let mut out = batch[..RECORDS_OFFSET].to_vec();
     let length = (RECORDS_OFFSET - LOG_OVERHEAD) as i32;
     out[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
-    let attributes = header.attributes & !DELETE_HORIZON_FLAG_MASK;
+    let attributes = header.attributes & !DELETE_HORIZON_FLAG_MASK & !COMPRESSION_CODEC_MASK;
     out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
     out[BASE_TIMESTAMP_OFFSET..BASE_TIMESTAMP_OFFSET + 8].copy_from_slice(&(-1i64).to_be_bytes());
     out[RECORDS_COUNT_OFFSET..RECORDS_COUNT_OFFSET + 4].copy_from_slice(&0i32.to_be_bytes());
@@ -433,5 +474,110 @@ mod tests {
         // The next cleaning copies it while it is still retained and drops it once it is not.
         assert_eq!(filter_batch(&h, &empty, &map, 0, 0, true).batch, Filtered::Unchanged);
         assert_eq!(filter_batch(&h, &empty, &map, 0, 0, false).batch, Filtered::Removed);
+    }
+
+    const CODECS: [Compression; 4] = [
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+
+    /// kafka-protocol's reading of a batch (CRC checked, records inflated): (offset, key).
+    fn client_view(batch: &[u8]) -> Vec<(i64, Option<Vec<u8>>)> {
+        let mut bytes = bytes::Bytes::copy_from_slice(batch);
+        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes).expect("kafka-protocol decodes");
+        set.records
+            .into_iter()
+            .map(|r| (r.offset, r.key.map(|k| k.to_vec())))
+            .collect()
+    }
+
+    #[test]
+    fn a_compressed_batch_is_inflated_filtered_and_compressed_again_with_its_codec() {
+        for codec in CODECS {
+            let batch = BatchBuilder::new(100)
+                .leader_epoch(7)
+                .producer(9, 1, 50)
+                .transactional()
+                .timestamp(1_000)
+                .compression(codec)
+                .record(Some(b"a"), Some(b"1"))
+                .record(Some(b"b"), Some(b"2"))
+                .record(Some(b"a"), Some(b"3"))
+                .record(Some(b"c"), Some(b"4"))
+                .build();
+            let original = header(&batch);
+            let mut map = OffsetMap::default();
+            map.add_batch(&original, &batch);
+            assert_eq!(
+                (map.get(b"a"), map.get(b"b"), map.get(b"c")),
+                (Some(102), Some(101), Some(103))
+            );
+            map.put(b"c", 500);
+            let out = filter_batch(&original, &batch, &map, 0, 1_000, false);
+            assert_eq!((out.records_kept, out.records_dropped), (2, 2), "{codec}");
+            let Filtered::Rewritten(new) = out.batch else {
+                panic!("{codec}: rewritten")
+            };
+            // Same codec, flags, offsets, epoch and producer fields; a valid CRC; the last
+            // offset delta kept though its record went.
+            let h = validate_replicated_batches(&new).expect("valid")[0];
+            assert_eq!((h.compression(), h.attributes), (codec, original.attributes), "{codec}");
+            assert_eq!(
+                (h.base_offset, h.last_offset(), h.partition_leader_epoch, h.record_count),
+                (100, 103, 7, 2)
+            );
+            assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (9, 1, 50));
+            assert_eq!(
+                client_view(&new),
+                vec![(101, Some(b"b".to_vec())), (102, Some(b"a".to_vec()))]
+            );
+            // Nothing more to drop: the compressed bytes are copied as they are.
+            let mut map = OffsetMap::default();
+            map.add_batch(&h, &new);
+            assert_eq!(filter_batch(&h, &new, &map, 0, 0, false).batch, Filtered::Unchanged);
+        }
+    }
+
+    #[test]
+    fn a_compressed_producers_last_batch_is_kept_empty_and_uncompressed() {
+        let batch = BatchBuilder::new(20)
+            .producer(7, 2, 40)
+            .compression(Compression::Zstd)
+            .record(Some(b"a"), Some(b"1"))
+            .build();
+        let mut map = OffsetMap::default();
+        map.put(b"a", 99);
+        let Filtered::Rewritten(empty) = filter_batch(&header(&batch), &batch, &map, 0, 0, true).batch else {
+            panic!("kept empty")
+        };
+        // Kafka's `writeEmptyHeader` writes CompressionType.NONE: an empty records section is no
+        // zstd frame, and a client would fail to inflate it.
+        let h = validate_replicated_batches(&empty).expect("valid")[0];
+        assert_eq!(
+            (h.compression(), h.record_count, h.last_sequence()),
+            (Compression::None, 0, 40)
+        );
+        assert!(client_view(&empty).is_empty());
+    }
+
+    #[test]
+    fn a_compressed_batch_that_does_not_inflate_is_kept_whole_and_maps_no_key() {
+        let mut batch = BatchBuilder::new(0)
+            .record(Some(b"a"), Some(b"1"))
+            .record(Some(b"a"), Some(b"2"))
+            .build();
+        // Gzip-flagged records that are not gzip, with a valid CRC.
+        let attributes = header(&batch).attributes | Compression::Gzip.id() as i16;
+        batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+        let crc = compute_crc(&batch);
+        batch[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+        let mut map = OffsetMap::default();
+        map.add_batch(&header(&batch), &batch);
+        assert!(map.is_empty());
+        map.put(b"a", 99);
+        let out = filter_batch(&header(&batch), &batch, &map, 0, 0, false);
+        assert_eq!((out.batch, out.records_kept), (Filtered::Unchanged, 2));
     }
 }

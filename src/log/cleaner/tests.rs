@@ -2,7 +2,8 @@
 //! an explicit `now`): latest value per key survives with its offset, tombstones live until
 //! their delete horizon, the checkpoint file is Kafka's format, non-compacted logs and the
 //! active segment are untouched, keyless produce is refused, a reload after a clean reads
-//! the same data, and a producer's last batch survives (empty) so its state can be rebuilt.
+//! the same data, a producer's last batch survives (empty) so its state can be rebuilt, and
+//! batches compressed with each codec are compacted like uncompressed ones and keep their codec.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,8 +14,8 @@ use crate::log::config::LogConfig;
 use crate::log::failure::LogDirFailureChannel;
 use crate::log::file::Faults;
 use crate::log::log_manager::{lock, LogManager, LogManagerConfig};
-use crate::protocol::record_batch::{BatchHeader, BatchScanner, RecordIter, RECORDS_OFFSET};
-use crate::protocol::test_support::{build_batch, BatchBuilder};
+use crate::protocol::record_batch::{BatchHeader, BatchScanner, Compression, RecordIter, RECORDS_OFFSET};
+use crate::protocol::test_support::{build_batch, BatchBuilder, TestRecord};
 use crate::types::TopicPartition;
 
 fn tp(topic: &str) -> TopicPartition {
@@ -477,4 +478,161 @@ fn a_restart_after_a_crash_mid_swap_completes_it_and_drops_cleaned_leftovers() {
     assert!(!name(bases[0], super::swap::SWAP_SUFFIX).exists());
     assert!(!name(bases[2], super::swap::CLEANED_SUFFIX).exists());
     assert!(!name(bases[1], ".log").exists(), "the swapped-out segment is gone");
+}
+
+const CODECS: [Compression; 4] = [
+    Compression::Gzip,
+    Compression::Snappy,
+    Compression::Lz4,
+    Compression::Zstd,
+];
+
+/// Appends 30 batches compressed with `codec`, ten records each over four keys (record n: key
+/// `k{n % 4}`, value `v{n}`, timestamp 1_000 + n), the very last record a tombstone for k3, then
+/// uncompressed filler so that all of them lie below the active segment.
+fn fill_compressed(m: &LogManager, topic: &str, codec: Compression) {
+    let log = m.get_or_create_log(&tp(topic), 0).expect("log");
+    let mut log = lock(&log);
+    for i in 0..30i64 {
+        let keys: Vec<String> = (0..10).map(|j| format!("k{}", (i * 10 + j) % 4)).collect();
+        let values: Vec<String> = (0..10).map(|j| format!("v{}", i * 10 + j)).collect();
+        let mut batch = BatchBuilder::new(0).timestamp(1_000 + i * 10).compression(codec);
+        for j in 0..10 {
+            batch = batch.record_with(TestRecord {
+                key: Some(keys[j].as_bytes()),
+                value: (i * 10 + j as i64 != 299).then(|| values[j].as_bytes()),
+                timestamp_delta: j as i64,
+                ..TestRecord::default()
+            });
+        }
+        let mut batch = batch.build();
+        assert_eq!(BatchHeader::parse(&batch).expect("header").compression(), codec);
+        log.append_as_leader(&mut batch, 0, 0).expect("append");
+    }
+    for i in 0..40 {
+        let mut batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
+        log.append_as_leader(&mut batch, 0, 0).expect("filler");
+    }
+}
+
+/// Every record of the log as kafka-protocol (an independent decoder that checks the CRC and
+/// inflates every codec) reads it from fetches: (offset, key, value, codec of its batch).
+fn decoded(m: &LogManager, topic: &str) -> Vec<(i64, String, Option<String>, Compression)> {
+    let log = m.get_log(&tp(topic)).expect("log");
+    let log = lock(&log);
+    let mut out = Vec::new();
+    let mut offset = log.log_start_offset();
+    while offset < log.log_end_offset() {
+        let data = log.read(offset, usize::MAX, i64::MAX, true).expect("read");
+        assert!(!data.is_empty(), "a read at {offset} returns data");
+        for item in BatchScanner::new(&data) {
+            let (pos, h) = item.expect("valid batch");
+            let mut batch = bytes::Bytes::copy_from_slice(&data[pos..pos + h.size_in_bytes()]);
+            let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch).expect("kafka-protocol decodes");
+            for r in set.records.into_iter().filter(|r| r.offset >= offset) {
+                let text = |b: bytes::Bytes| String::from_utf8_lossy(&b).into_owned();
+                out.push((
+                    r.offset,
+                    r.key.map(text).unwrap_or_default(),
+                    r.value.map(text),
+                    h.compression(),
+                ));
+            }
+            offset = offset.max(h.next_offset());
+        }
+    }
+    out
+}
+
+#[test]
+fn compressed_batches_are_compacted_and_keep_their_codec_offsets_and_indexes() {
+    for codec in CODECS {
+        let dir = tempfile::tempdir().expect("dir");
+        let m = manager(dir.path());
+        let topic = format!("z{codec}");
+        compacted(&m, &topic, "1000");
+        fill_compressed(&m, &topic, codec);
+        let before = decoded(&m, &topic);
+        let as_state = |records: &[(i64, String, Option<String>, Compression)]| {
+            let plain: Vec<_> = records.iter().map(|(o, k, v, _)| (*o, k.clone(), v.clone())).collect();
+            state(&plain)
+        };
+        let cleaner = cleaner(&m);
+        let stats = cleaner.clean_filthiest(0, 10_000).expect("a cleaning");
+        // 300 compressed records over four keys (one of them a kept tombstone), 40 filler.
+        assert!(stats.records_removed >= 290, "{codec}: {stats:?}");
+        let after = decoded(&m, &topic);
+        assert_eq!(as_state(&after), as_state(&before), "{codec}: same final state");
+        for r in &after {
+            assert!(
+                before.contains(r),
+                "{codec}: {r:?} was not in the log before (offset, codec)"
+            );
+        }
+        // Only the latest record per key is left of the compressed part, still compressed.
+        let survivors: Vec<_> = after.iter().filter(|r| r.0 < 300).collect();
+        let expected: Vec<(i64, String, Option<String>, Compression)> = [
+            (296, "k0", Some("v296")),
+            (297, "k1", Some("v297")),
+            (298, "k2", Some("v298")),
+            (299, "k3", None),
+        ]
+        .into_iter()
+        .map(|(o, k, v)| (o, k.to_string(), v.map(str::to_string), codec))
+        .collect();
+        assert_eq!(survivors, expected.iter().collect::<Vec<_>>(), "{codec}");
+        let hs = headers(&m, &topic);
+        let last = hs
+            .iter()
+            .find(|h| h.base_offset == 290)
+            .expect("the last compressed batch");
+        // Kafka's filterTo: the base offset, last offset delta and codec stay; the tombstone's
+        // batch gets its delete horizon; the max timestamp is the survivors'.
+        assert_eq!(
+            (
+                last.compression(),
+                last.last_offset(),
+                last.record_count,
+                last.max_timestamp
+            ),
+            (codec, 299, 4, 1_000 + 290 + 9)
+        );
+        assert_eq!(last.delete_horizon_ms(), Some(11_000), "{codec}");
+        assert!(
+            !hs.iter().any(|h| h.base_offset < 290),
+            "{codec}: earlier batches removed: {hs:?}"
+        );
+        // Indexes of the swapped segments agree with the log, and time lookups find batches.
+        let log_dir = dir.path().join(format!("{topic}-0"));
+        for entry in std::fs::read_dir(&log_dir).expect("dir") {
+            let path = entry.expect("entry").path();
+            if path
+                .extension()
+                .is_some_and(|e| e == "index" || e == "timeindex" || e == "log")
+            {
+                let options = crate::log::dump::DumpOptions { print_data_log: true };
+                let summary = crate::log::dump::dump_file(&path, &options, &mut Vec::new()).expect("dump");
+                assert!(
+                    summary.invalid.is_none() && summary.index_mismatches == 0,
+                    "{path:?}: {summary:?}"
+                );
+            }
+        }
+        let log = m.get_log(&tp(&topic)).expect("log");
+        let found = lock(&log).fetch_offset_by_timestamp(1_200).expect("lookup");
+        assert_eq!(found, Some((290, 1_299)), "{codec}");
+
+        // The tombstone goes once its horizon passes; the batch keeps its codec.
+        cleaner.clean_filthiest(0, 11_000).expect("the tombstone's cleaning");
+        let last = decoded(&m, &topic);
+        assert!(!last.iter().any(|r| r.1 == "k3"), "{codec}: tombstone gone: {last:?}");
+        assert_eq!(last.iter().filter(|r| r.0 < 300 && r.3 == codec).count(), 3, "{codec}");
+        // A reload (indexes rebuilt from the swapped segments) reads the same records.
+        drop(cleaner);
+        drop(log);
+        drop(m);
+        let m = manager(dir.path());
+        compacted(&m, &topic, "1000");
+        assert_eq!(decoded(&m, &topic), last, "{codec}");
+    }
 }

@@ -3,12 +3,14 @@
 //!
 //! | file | owns |
 //! |---|---|
+//! | `codec` | inflating and deflating a compressed batch's records section (gzip, snappy, lz4, zstd) |
 //! | `header` | byte layout constants, [`BatchHeader`], CRC-32C, the leader's in-place rewrites |
 //! | `scanner` | [`BatchScanner`]: walk back-to-back batches, stop at the first invalid byte with a [`ScanError`] |
 //! | `validate` | [`validate_batches`] for produce, [`BatchError`] and its Kafka error codes |
-//! | `record` | [`Record`] decoding for uncompressed batches |
+//! | `record` | [`Record`] decoding (of an uncompressed or inflated records section) |
 //! | `varint` | zig-zag varint/varlong readers and writers |
 
+pub mod codec;
 pub mod header;
 pub mod record;
 pub mod scanner;

@@ -1,4 +1,5 @@
-//! One v2 record inside an uncompressed batch (`DefaultRecord.java`), decoded as borrowed slices.
+//! One v2 record of an uncompressed (or inflated) records section (`DefaultRecord.java`), decoded
+//! as borrowed slices.
 //!
 //! Layout: `length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
 //! keyLength varint (-1 = null) | key | valueLength varint (-1 = null) | value | headerCount varint |
@@ -6,7 +7,8 @@
 //!
 //! Everything here parses untrusted bytes: every length is checked against the record's own
 //! declared size, and a record whose fields do not add up to that size is rejected, as Kafka does.
-//! This module does not decompress; compressed batches hold their records as one compressed blob.
+//! This module does not decompress: a compressed batch holds its records as one compressed blob,
+//! which [`super::codec::decompress`] inflates into a section this module reads.
 
 use thiserror::Error;
 

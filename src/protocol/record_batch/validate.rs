@@ -3,12 +3,14 @@
 //! batch errors to Kafka error codes.
 //!
 //! Uncompressed batches are walked record by record; compressed batches are checked on the
-//! header only and stored exactly as sent (kastle never decompresses on the produce path).
+//! header only and stored exactly as sent, except that a compacted topic's key check
+//! ([`check_keys_present`]) inflates them.
 //! Checks that need broker state — producer sequences, timestamps against
 //! `message.timestamp.*`, keys on compacted topics — belong to the log, not here.
 
 use thiserror::Error;
 
+use super::codec::decompress;
 use super::header::{BatchHeader, Compression, CURRENT_MAGIC, RECORDS_OFFSET};
 use super::record::{RecordError, RecordIter};
 use super::scanner::{complete_batch, read_frame, ScanError};
@@ -85,6 +87,9 @@ pub enum InvalidRecordReason {
     /// Kafka: "Compacted topic cannot accept message without key".
     #[error("record {index} has no key, which a compacted topic cannot accept")]
     NoKeyInCompactedTopic { index: i32 },
+    /// A compressed batch whose records section does not inflate with its codec.
+    #[error("the records do not decompress with the batch's codec")]
+    NotInflatable,
 }
 
 /// Validates a produce request's record set: complete v2 batches back to back, each no larger
@@ -170,22 +175,34 @@ pub fn validate_replicated_batches(buf: &[u8]) -> Result<Vec<BatchHeader>, Batch
 }
 
 /// For compacted topics (Kafka's `LogValidator.validateKey`): every record of the already
-/// validated `buf` (described by `headers`) must have a key. Compressed batches are not checked:
-/// kastle never decompresses on the produce path.
+/// validated `buf` (described by `headers`) must have a key. Compressed batches are inflated for
+/// this check (as Kafka's validator inflates them), so their records must also decode: the
+/// only place the produce path looks inside a compressed batch.
 pub fn check_keys_present(buf: &[u8], headers: &[BatchHeader]) -> Result<(), BatchError> {
     let mut position = 0;
     for header in headers {
         let batch = buf.get(position..position + header.size_in_bytes()).unwrap_or(&[]);
-        if header.compression() == Compression::None {
-            let section = batch.get(RECORDS_OFFSET..).unwrap_or(&[]);
-            for (index, record) in (0..header.record_count).zip(RecordIter::new(section, header.record_count)) {
-                if matches!(record, Ok(r) if r.key.is_none()) {
-                    return Err(BatchError::InvalidRecord {
-                        position,
-                        base_offset: header.base_offset,
-                        reason: InvalidRecordReason::NoKeyInCompactedTopic { index },
-                    });
-                }
+        let invalid = |reason| BatchError::InvalidRecord {
+            position,
+            base_offset: header.base_offset,
+            reason,
+        };
+        let section = batch.get(RECORDS_OFFSET..).unwrap_or(&[]);
+        let compressed = header.compression() != Compression::None;
+        let inflated;
+        let records = if compressed {
+            inflated =
+                decompress(header.compression(), section).map_err(|_| invalid(InvalidRecordReason::NotInflatable))?;
+            &inflated[..]
+        } else {
+            section
+        };
+        for (index, record) in (0..header.record_count).zip(RecordIter::new(records, header.record_count)) {
+            match record {
+                Ok(r) if r.key.is_none() => return Err(invalid(InvalidRecordReason::NoKeyInCompactedTopic { index })),
+                // Uncompressed records were walked by `validate_batches`; inflated ones were not.
+                Err(error) if compressed => return Err(invalid(InvalidRecordReason::Record { index, error })),
+                _ => {}
             }
         }
         position += header.size_in_bytes();
@@ -260,6 +277,47 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_compacted_topic_inflates_compressed_batches_to_find_keyless_records() {
+        for codec in [
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let batch = |key: Option<&'static [u8]>| {
+                BatchBuilder::new(0)
+                    .compression(codec)
+                    .record(Some(b"a"), Some(b"1"))
+                    .record(key, Some(b"2"))
+                    .build()
+            };
+            let keyed = batch(Some(b"b"));
+            let headers = validate_batches(&keyed, MAX).expect("valid");
+            assert_eq!(check_keys_present(&keyed, &headers), Ok(()), "{codec}");
+            let keyless = batch(None);
+            let headers = validate_batches(&keyless, MAX).expect("valid");
+            let err = check_keys_present(&keyless, &headers).expect_err("keyless");
+            assert!(
+                matches!(
+                    err,
+                    BatchError::InvalidRecord {
+                        reason: InvalidRecordReason::NoKeyInCompactedTopic { index: 1 },
+                        ..
+                    }
+                ),
+                "{codec}: {err:?}"
+            );
+        }
+        // Gzip-flagged records that are not gzip: refused, not stored unchecked.
+        let fake = edited(build_batch(0, 0, &[(Some(b"a"), Some(b"1"))], 1), |b| {
+            b[ATTRIBUTES_OFFSET + 1] |= 1;
+        });
+        let headers = validate_batches(&fake, MAX).expect("framing valid");
+        let err = check_keys_present(&fake, &headers).expect_err("not gzip");
+        assert_eq!(err.error_code(), INVALID_RECORD);
     }
 
     fn code(result: Result<Vec<BatchHeader>, BatchError>) -> i16 {
