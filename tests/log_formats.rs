@@ -140,17 +140,19 @@ fn offsets_are_found_by_timestamp_like_list_offsets() {
     assert_eq!(found(&log, 9_999), None);
     assert_eq!(found(&log, -2), Some((0, -1)));
     assert_eq!(found(&log, -1), Some((8, -1)));
-    assert_eq!(
-        found(&log, -3),
-        Some((4, 3_000))
-    );
+    assert_eq!(found(&log, -3), Some((4, 3_000)));
 }
 
 /// Kafka's `FileRecords.searchForTimestamp` looks inside the batch: records at 10, 20, 99, 30
 /// answer 20 with the second record and MAX_TIMESTAMP with the third, compressed or not.
 #[test]
 fn a_timestamp_inside_a_batch_finds_its_record_not_the_batch_start() {
-    for compression in [Compression::None, Compression::Gzip, Compression::Lz4, Compression::Zstd] {
+    for compression in [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut log = open(dir.path(), LogConfig::default());
         let records: Vec<KpRecord> = [10, 20, 99, 30]
@@ -172,14 +174,25 @@ fn a_timestamp_inside_a_batch_finds_its_record_not_the_batch_start() {
             })
             .collect();
         let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(&mut buf, &records, &RecordEncodeOptions { version: 2, compression })
-            .expect("encode");
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .expect("encode");
         log.append_as_leader(&mut buf.to_vec(), 3, 0).expect("append");
         assert_eq!(found(&log, 20), Some((1, 20)), "{compression:?}");
         assert_eq!(found(&log, 31), Some((2, 99)), "{compression:?}");
         assert_eq!(found(&log, 100), None, "{compression:?}");
         let max = log.fetch_offset_by_timestamp(-3).expect("max").expect("found");
-        assert_eq!((max.offset, max.timestamp, max.leader_epoch), (2, 99, Some(3)), "{compression:?}");
+        assert_eq!(
+            (max.offset, max.timestamp, max.leader_epoch),
+            (2, 99, Some(3)),
+            "{compression:?}"
+        );
     }
 }
 

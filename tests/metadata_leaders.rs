@@ -1,10 +1,12 @@
 //! Metadata answers during failovers, checked continuously: every partition a response
 //! reports with error NONE has a leader that the same response lists among its brokers (Kafka's
 //! `ZkMetadataCache.getPartitionMetadata` answers LEADER_NOT_AVAILABLE with leader -1 otherwise;
-//! clients such as kafka-python loop on an unknown leader id). A controller that takes over
-//! announces the partition states it read from ZooKeeper before it elects new leaders, so for
-//! a moment they name brokers that are gone: that is the window this test polls through, while
-//! the controller is paused past its session and while a leading controller is killed.
+//! clients such as kafka-python loop on an unknown leader id). Three pollers ask every broker
+//! while the controller (a leader) is paused past its ZooKeeper session and then the next
+//! controller (also a leader) is killed; a controller that takes over announces the states it
+//! read from ZooKeeper before it elects. An end-to-end guard: kastle's controller also marks a
+//! dead broker's replicas offline in every UpdateMetadata, so this passed before the answer
+//! itself checked the broker list; `protocol_answers.rs` drives the case that did not.
 
 mod common;
 
@@ -113,7 +115,10 @@ async fn no_metadata_answer_names_a_leader_it_does_not_list_while_controllers_fa
         bootstrap_of(&zk, 3).await,
     ];
     for addr in &addrs {
-        wait_until(Duration::from_secs(30), "every partition led, on every broker", || settled(addr)).await;
+        wait_until(Duration::from_secs(30), "every partition led, on every broker", || {
+            settled(addr)
+        })
+        .await;
     }
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Seen::default());
@@ -132,7 +137,10 @@ async fn no_metadata_answer_names_a_leader_it_does_not_list_while_controllers_fa
     .await;
     brokers[(first - 1) as usize].signal("CONT");
     for addr in &addrs {
-        wait_until(Duration::from_secs(40), "leaders again after the pause", || settled(addr)).await;
+        wait_until(Duration::from_secs(40), "leaders again after the pause", || {
+            settled(addr)
+        })
+        .await;
     }
     let after_pause = seen.answers.load(Ordering::Relaxed);
 
@@ -145,7 +153,10 @@ async fn no_metadata_answer_names_a_leader_it_does_not_list_while_controllers_fa
     .await;
     for (i, addr) in addrs.iter().enumerate() {
         if i as i32 + 1 != second {
-            wait_until(Duration::from_secs(40), "leaders again after the kill", || settled(addr)).await;
+            wait_until(Duration::from_secs(40), "leaders again after the kill", || {
+                settled(addr)
+            })
+            .await;
         }
     }
     stop.store(true, Ordering::Relaxed);

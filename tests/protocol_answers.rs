@@ -49,7 +49,11 @@ async fn broker(test: &str, extra: &[(&str, &str)]) -> (BrokerHandle, String, te
     let addr = format!("127.0.0.1:{}", handle.advertised_endpoints()[0].port);
     wait_until(Duration::from_secs(20), "the broker is the controller", || async {
         let mut wire = Wire::connect(&addr).await;
-        wire.send(&MetadataRequest::default().with_topics(None), 1).await.controller_id.0 == 1
+        wire.send(&MetadataRequest::default().with_topics(None), 1)
+            .await
+            .controller_id
+            .0
+            == 1
     })
     .await;
     (handle, addr, dir)
@@ -129,7 +133,10 @@ async fn authorized_operations_are_every_supported_operation_when_asked() {
     let v10 = wire.send(&asked, 10).await;
     // Kafka's AclEntry.supportedOperations: CLUSTER 7 operations, TOPIC 8.
     assert_eq!(v10.cluster_authorized_operations, 8096);
-    assert!(v10.topics.iter().all(|t| t.topic_authorized_operations == 3576), "{v10:?}");
+    assert!(
+        v10.topics.iter().all(|t| t.topic_authorized_operations == 3576),
+        "{v10:?}"
+    );
     // v11 dropped the cluster field (KIP-700); not asking leaves Int32.MinValue.
     let v12 = wire
         .send(
@@ -200,19 +207,29 @@ async fn create_topics_refuses_unknown_or_invalid_configs_and_creates_nothing() 
                     40,
                     "Invalid value lots for configuration segment.bytes: Not a number of type INT".to_string()
                 ),
-                (40, "Null value not supported for topic configs: retention.ms".to_string()),
+                (
+                    40,
+                    "Null value not supported for topic configs: retention.ms".to_string()
+                ),
             ],
             "validate_only={validate_only}"
         );
     }
     let listed = wire.send(&MetadataRequest::default().with_topics(None), 12).await;
     assert!(
-        listed.topics.iter().all(|t| !t.name.as_ref().is_some_and(|n| n.0.to_string().starts_with("cfg-"))),
+        listed
+            .topics
+            .iter()
+            .all(|t| !t.name.as_ref().is_some_and(|n| n.0.to_string().starts_with("cfg-"))),
         "nothing was created: {:?}",
         listed.topics
     );
     // Known names with valid values pass, validate-only first.
-    let ok = vec![new_topic("cfg-ok", 1, &[("cleanup.policy", Some("compact")), ("compression.type", Some("lz4"))])];
+    let ok = vec![new_topic(
+        "cfg-ok",
+        1,
+        &[("cleanup.policy", Some("compact")), ("compression.type", Some("lz4"))],
+    )];
     assert_eq!(create(&mut wire, ok.clone(), true).await.topics[0].error_code, 0);
     assert_eq!(create(&mut wire, ok, false).await.topics[0].error_code, 0);
 }
@@ -237,21 +254,40 @@ async fn metadata_reports_no_leader_for_a_leader_missing_from_the_live_brokers()
         },
     ];
     // The controller's view: broker 2 is not live, and no replica is marked offline.
-    act_as_controller(&addr, broker.broker_epoch().0, &[(1, "127.0.0.1".into(), port)], &topics, 1).await;
+    act_as_controller(
+        &addr,
+        broker.broker_epoch().0,
+        &[(1, "127.0.0.1".into(), port)],
+        &topics,
+        1,
+    )
+    .await;
     let mut wire = Wire::connect(&addr).await;
     for version in [0, 1, 12] {
         let names = ["led-by-gone", "led-here"].map(|n| {
-            kafka_protocol::messages::metadata_request::MetadataRequestTopic::default()
-                .with_name(Some(TopicName(s(n))))
+            kafka_protocol::messages::metadata_request::MetadataRequestTopic::default().with_name(Some(TopicName(s(n))))
         });
-        let response = wire.send(&MetadataRequest::default().with_topics(Some(names.to_vec())), version).await;
-        assert_eq!(response.brokers.iter().map(|b| b.node_id.0).collect::<Vec<_>>(), vec![1]);
+        let response = wire
+            .send(&MetadataRequest::default().with_topics(Some(names.to_vec())), version)
+            .await;
+        assert_eq!(
+            response.brokers.iter().map(|b| b.node_id.0).collect::<Vec<_>>(),
+            vec![1]
+        );
         let p = |i: usize| {
             let p = &response.topics[i].partitions[0];
-            (p.error_code, p.leader_id.0, p.replica_nodes.iter().map(|b| b.0).collect::<Vec<_>>())
+            (
+                p.error_code,
+                p.leader_id.0,
+                p.replica_nodes.iter().map(|b| b.0).collect::<Vec<_>>(),
+            )
         };
         let all = if version == 0 { vec![1] } else { vec![2, 1] };
-        assert_eq!(p(0), (5, -1, all.clone()), "v{version}: LEADER_NOT_AVAILABLE, no leader");
+        assert_eq!(
+            p(0),
+            (5, -1, all.clone()),
+            "v{version}: LEADER_NOT_AVAILABLE, no leader"
+        );
         let here = if version == 0 { vec![1] } else { vec![1, 2] };
         let code = if version == 0 { 9 } else { 0 };
         assert_eq!(p(1), (code, 1, here), "v{version}");
@@ -259,7 +295,10 @@ async fn metadata_reports_no_leader_for_a_leader_missing_from_the_live_brokers()
 }
 
 fn one_record(timestamp: i64) -> Vec<u8> {
-    BatchBuilder::new(0).timestamp(timestamp).record(None, Some(b"v")).build()
+    BatchBuilder::new(0)
+        .timestamp(timestamp)
+        .record(None, Some(b"v"))
+        .build()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,13 +307,24 @@ async fn produce_reports_the_log_start_offset_also_after_retention_moved_it() {
     let mut wire = Wire::connect(&addr).await;
     let topics = vec![
         new_topic("lso-fresh", 1, &[]),
-        new_topic("lso-retained", 1, &[("segment.bytes", Some("300")), ("retention.bytes", Some("300"))]),
+        new_topic(
+            "lso-retained",
+            1,
+            &[("segment.bytes", Some("300")), ("retention.bytes", Some("300"))],
+        ),
     ];
-    assert!(create(&mut wire, topics, false).await.topics.iter().all(|t| t.error_code == 0));
+    assert!(create(&mut wire, topics, false)
+        .await
+        .topics
+        .iter()
+        .all(|t| t.error_code == 0));
     let now = kastle::clock::now_ms();
     let fresh: ProduceResponse = wire.send(&produce_request("lso-fresh", 0, one_record(now)), 9).await;
     let answer = &fresh.responses[0].partition_responses[0];
-    assert_eq!((answer.error_code, answer.base_offset, answer.log_start_offset), (0, 0, 0));
+    assert_eq!(
+        (answer.error_code, answer.base_offset, answer.log_start_offset),
+        (0, 0, 0)
+    );
     for _ in 0..12 {
         let r: ProduceResponse = wire.send(&produce_request("lso-retained", 0, one_record(now)), 9).await;
         assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
@@ -285,21 +335,25 @@ async fn produce_reports_the_log_start_offset_also_after_retention_moved_it() {
     .await;
     // Retention may run between a produce and the ListOffsets after it; the two agree once it
     // has settled, and the produce answer is never outside what ListOffsets saw around it.
-    wait_until(Duration::from_secs(20), "ProduceResponse log_start_offset = ListOffsets earliest", || {
-        let addr = addr.clone();
-        async move {
-            let mut wire = Wire::connect(&addr).await;
-            let before = earliest(&mut wire, "lso-retained").await;
-            let r: ProduceResponse = wire.send(&produce_request("lso-retained", 0, one_record(now)), 5).await;
-            let reported = r.responses[0].partition_responses[0].log_start_offset;
-            let after = earliest(&mut wire, "lso-retained").await;
-            assert!(
-                (before..=after).contains(&reported),
-                "produce said {reported}, ListOffsets {before} then {after}"
-            );
-            before > 0 && reported == after
-        }
-    })
+    wait_until(
+        Duration::from_secs(20),
+        "ProduceResponse log_start_offset = ListOffsets earliest",
+        || {
+            let addr = addr.clone();
+            async move {
+                let mut wire = Wire::connect(&addr).await;
+                let before = earliest(&mut wire, "lso-retained").await;
+                let r: ProduceResponse = wire.send(&produce_request("lso-retained", 0, one_record(now)), 5).await;
+                let reported = r.responses[0].partition_responses[0].log_start_offset;
+                let after = earliest(&mut wire, "lso-retained").await;
+                assert!(
+                    (before..=after).contains(&reported),
+                    "produce said {reported}, ListOffsets {before} then {after}"
+                );
+                before > 0 && reported == after
+            }
+        },
+    )
     .await;
     // Before v5 the field does not exist on the wire.
     let old: ProduceResponse = wire.send(&produce_request("lso-fresh", 0, one_record(now)), 4).await;
@@ -364,7 +418,10 @@ c.close()
 async fn list_offsets_by_timestamp_finds_the_record_inside_a_batch() {
     let (_broker, addr, _dir) = broker("list-offsets-times", &[]).await;
     let mut wire = Wire::connect(&addr).await;
-    assert_eq!(create(&mut wire, vec![new_topic("times", 2, &[])], false).await.topics[0].error_code, 0);
+    assert_eq!(
+        create(&mut wire, vec![new_topic("times", 2, &[])], false).await.topics[0].error_code,
+        0
+    );
     for (partition, batch) in timestamp_batches().into_iter().enumerate() {
         let r: ProduceResponse = wire.send(&produce_request("times", partition as i32, batch), 9).await;
         assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
@@ -372,7 +429,11 @@ async fn list_offsets_by_timestamp_finds_the_record_inside_a_batch() {
     // On the wire: the first record at or after the target, and MAX_TIMESTAMP's record with
     // its timestamp, for the plain and the compressed batch.
     for p in [0, 1] {
-        let asked = list_offsets(&[("times", p, BASE + 20), ("times", p, BASE + 31), ("times", p, BASE + 100)]);
+        let asked = list_offsets(&[
+            ("times", p, BASE + 20),
+            ("times", p, BASE + 31),
+            ("times", p, BASE + 100),
+        ]);
         // The partition appears three times: each answer is INVALID_REQUEST (Kafka's rule).
         assert!(answers(&wire.send(&asked, 7).await).iter().all(|a| a.0 == 42));
         let addr_ref = addr.as_str();
@@ -390,7 +451,10 @@ async fn list_offsets_by_timestamp_finds_the_record_inside_a_batch() {
     }
     // One duplicate does not spoil the other partitions of the request.
     let mixed = wire
-        .send(&list_offsets(&[("times", 0, -2), ("times", 1, -2), ("times", 0, -1)]), 7)
+        .send(
+            &list_offsets(&[("times", 0, -2), ("times", 1, -2), ("times", 0, -1)]),
+            7,
+        )
         .await;
     let codes: Vec<i16> = answers(&mixed).iter().map(|a| a.0).collect();
     assert_eq!(codes, vec![42, 0, 42]);

@@ -127,9 +127,20 @@ mod tests {
             _ => Kp::None,
         };
         let mut buf = bytes::BytesMut::new();
-        RecordBatchEncoder::encode(&mut buf, &records, &RecordEncodeOptions { version: 2, compression }).expect("encode");
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .expect("encode");
         let header = BatchHeader::parse(&buf).expect("header");
-        assert_eq!((header.base_offset, header.record_count), (100, timestamps.len() as i32));
+        assert_eq!(
+            (header.base_offset, header.record_count),
+            (100, timestamps.len() as i32)
+        );
         (buf.to_vec(), header)
     }
 
@@ -137,7 +148,13 @@ mod tests {
     /// batch's base offset.
     #[test]
     fn a_timestamp_inside_a_batch_finds_the_first_record_at_or_after_it() {
-        for codec in [Compression::None, Compression::Gzip, Compression::Lz4, Compression::Zstd, Compression::Snappy] {
+        for codec in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Lz4,
+            Compression::Zstd,
+            Compression::Snappy,
+        ] {
             let (bytes, header) = batch(&[10, 20, 99, 30], codec);
             let at = |target, from| first_at_or_after(&bytes, &header, target, from).map(|f| (f.offset, f.timestamp));
             assert_eq!(at(20, 0), Some((101, 20)), "{codec:?}");

@@ -9,8 +9,12 @@
 /// How a config's value is parsed and bounded (Kafka's `ConfigDef` type and validator).
 #[derive(Debug, Clone, Copy)]
 enum Kind {
-    Int { min: i64 },
-    Long { min: i64 },
+    Int {
+        min: i64,
+    },
+    Long {
+        min: i64,
+    },
     Ratio,
     Bool,
     /// A comma-separated list of these words.
@@ -187,8 +191,16 @@ mod tests {
     /// `ZkAdminManager.createTopics` checks null values before anything else.
     #[test]
     fn null_values_are_refused_first() {
-        let err = validate(&configs(&[("x", Some("1")), ("retention.ms", None), ("flush.ms", None)])).expect_err("refused");
-        assert_eq!(err.to_string(), "Null value not supported for topic configs: retention.ms,flush.ms");
+        let err = validate(&configs(&[
+            ("x", Some("1")),
+            ("retention.ms", None),
+            ("flush.ms", None),
+        ]))
+        .expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "Null value not supported for topic configs: retention.ms,flush.ms"
+        );
     }
 
     #[test]

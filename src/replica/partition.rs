@@ -12,8 +12,8 @@ use bytes::Bytes;
 
 use super::isr::{self, FollowerState};
 use crate::log::log::{LogAppendInfo, LogError};
-use crate::log::timestamp_search::TimestampAndOffset;
 use crate::log::log_manager::{lock, SharedLog};
+use crate::log::timestamp_search::TimestampAndOffset;
 use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
 

@@ -31,7 +31,10 @@ impl Wire {
 
     /// Connects, or `None` (a broker that is down or paused).
     pub async fn try_connect(addr: &str, timeout: std::time::Duration) -> Option<Wire> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr)).await.ok()?.ok()?;
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .ok()?
+            .ok()?;
         Some(Wire { stream, correlation: 0 })
     }
 

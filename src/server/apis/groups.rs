@@ -259,7 +259,11 @@ pub(super) fn list_groups(apis: &KafkaApis, r: ListGroupsRequest) -> ListGroupsR
 
 /// DescribeGroups; from v3 a group described without error carries its authorized operations
 /// when asked (`include_authorized_operations`), as Kafka's `handleDescribeGroupsRequest` does.
-pub(super) fn describe_groups(apis: &KafkaApis, ctx: &RequestContext, r: DescribeGroupsRequest) -> DescribeGroupsResponse {
+pub(super) fn describe_groups(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    r: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
     let authorized_operations = if_requested(
         ctx.api_version >= 3 && r.include_authorized_operations,
         ResourceType::Group,

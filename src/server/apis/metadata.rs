@@ -187,9 +187,15 @@ mod tests {
         // The controller has not yet moved leadership off broker 2, which died.
         let live = [broker(1, &["PLAINTEXT"]), broker(3, &["PLAINTEXT"])];
         let p = partition_metadata(0, &state(2, &[1, 2, 3], &[1, 2, 3]), &live, "PLAINTEXT", 12);
-        assert_eq!((p.error_code, p.leader_id.0, p.leader_epoch), (ec::LEADER_NOT_AVAILABLE, -1, 7));
+        assert_eq!(
+            (p.error_code, p.leader_id.0, p.leader_epoch),
+            (ec::LEADER_NOT_AVAILABLE, -1, 7)
+        );
         // v1+ lists replicas and ISR whole, as Kafka does.
-        assert_eq!((ids(&p.replica_nodes), ids(&p.isr_nodes)), (vec![1, 2, 3], vec![1, 2, 3]));
+        assert_eq!(
+            (ids(&p.replica_nodes), ids(&p.isr_nodes)),
+            (vec![1, 2, 3], vec![1, 2, 3])
+        );
     }
 
     #[test]
