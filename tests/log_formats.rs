@@ -33,6 +33,13 @@ fn open(dir: &Path, config: LogConfig) -> Log {
         .0
 }
 
+/// `(offset, timestamp)` of a ListOffsets lookup.
+fn found(log: &Log, timestamp: i64) -> Option<(i64, i64)> {
+    log.fetch_offset_by_timestamp(timestamp)
+        .expect("lookup")
+        .map(|f| (f.offset, f.timestamp))
+}
+
 fn batch(n: usize, timestamp: i64) -> Vec<u8> {
     let records: Vec<kastle::protocol::test_support::KeyValue> = (0..n).map(|_| (None, Some(&b"v"[..]))).collect();
     build_batch(0, -1, &records, timestamp)
@@ -128,15 +135,65 @@ fn offsets_are_found_by_timestamp_like_list_offsets() {
         log.append_as_leader(&mut batch(2, ts), 0, 0).expect("append");
     }
     assert!(log.num_segments() > 1, "lookups cross segments");
-    assert_eq!(log.fetch_offset_by_timestamp(1_500).expect("lookup"), Some((2, 2_000)));
-    assert_eq!(log.fetch_offset_by_timestamp(2_999).expect("lookup"), Some((4, 3_000)));
-    assert_eq!(log.fetch_offset_by_timestamp(9_999).expect("lookup"), None);
-    assert_eq!(log.fetch_offset_by_timestamp(-2).expect("earliest"), Some((0, -1)));
-    assert_eq!(log.fetch_offset_by_timestamp(-1).expect("latest"), Some((8, -1)));
-    assert_eq!(
-        log.fetch_offset_by_timestamp(-3).expect("max timestamp"),
-        Some((4, 3_000))
-    );
+    assert_eq!(found(&log, 1_500), Some((2, 2_000)));
+    assert_eq!(found(&log, 2_999), Some((4, 3_000)));
+    assert_eq!(found(&log, 9_999), None);
+    assert_eq!(found(&log, -2), Some((0, -1)));
+    assert_eq!(found(&log, -1), Some((8, -1)));
+    assert_eq!(found(&log, -3), Some((4, 3_000)));
+}
+
+/// Kafka's `FileRecords.searchForTimestamp` looks inside the batch: records at 10, 20, 99, 30
+/// answer 20 with the second record and MAX_TIMESTAMP with the third, compressed or not.
+#[test]
+fn a_timestamp_inside_a_batch_finds_its_record_not_the_batch_start() {
+    for compression in [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log = open(dir.path(), LogConfig::default());
+        let records: Vec<KpRecord> = [10, 20, 99, 30]
+            .iter()
+            .enumerate()
+            .map(|(i, ts)| KpRecord {
+                transactional: false,
+                control: false,
+                partition_leader_epoch: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: KpTs::Creation,
+                offset: i as i64,
+                sequence: i as i32 - 1, // one batch (the crate splits on offset - sequence)
+                timestamp: *ts,
+                key: None,
+                value: Some(Bytes::from_static(b"v")),
+                headers: IndexMap::new(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .expect("encode");
+        log.append_as_leader(&mut buf.to_vec(), 3, 0).expect("append");
+        assert_eq!(found(&log, 20), Some((1, 20)), "{compression:?}");
+        assert_eq!(found(&log, 31), Some((2, 99)), "{compression:?}");
+        assert_eq!(found(&log, 100), None, "{compression:?}");
+        let max = log.fetch_offset_by_timestamp(-3).expect("max").expect("found");
+        assert_eq!(
+            (max.offset, max.timestamp, max.leader_epoch),
+            (2, 99, Some(3)),
+            "{compression:?}"
+        );
+    }
 }
 
 #[test]
@@ -174,7 +231,7 @@ fn a_segment_rolls_when_its_index_is_full() {
     }
     assert!(log.num_segments() >= 2, "{:?}", log.segment_base_offsets());
     assert_eq!(log.log_end_offset(), 5);
-    assert_eq!(log.fetch_offset_by_timestamp(-2).expect("earliest"), Some((0, -1)));
+    assert_eq!(found(&log, -2), Some((0, -1)));
 }
 
 #[test]

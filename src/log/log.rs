@@ -20,6 +20,7 @@ use super::file::Faults;
 use super::leader_epoch::LeaderEpochFileCache;
 use super::producer_state::{ProducerStateError, ProducerStateManager};
 use super::segment::{self, LogSegment, SegmentIoError};
+use super::timestamp_search::TimestampAndOffset;
 use crate::protocol::record_batch::{self, BatchError, BatchHeader};
 use crate::types::TopicPartition;
 
@@ -85,6 +86,9 @@ pub struct LogAppendInfo {
     pub log_append_time: i64,
     pub record_count: i64,
     pub bytes: usize,
+    /// The log start offset when the append finished (ProduceResponse v5+ reports it, so
+    /// clients can tell retention from truncation).
+    pub log_start_offset: i64,
 }
 
 /// What loading a log found.
@@ -451,6 +455,7 @@ impl Log {
                 log_append_time: -1,
                 record_count: 0,
                 bytes: 0,
+                log_start_offset: self.log_start_offset,
             });
         };
         let leo = self.log_end_offset();
@@ -481,6 +486,7 @@ impl Log {
                 log_append_time: -1,
                 record_count: 0,
                 bytes: 0,
+                log_start_offset: self.log_start_offset,
             });
         };
         if records.len() as u64 > self.config.segment_bytes {
@@ -525,6 +531,7 @@ impl Log {
             log_append_time: -1,
             record_count,
             bytes: records.len(),
+            log_start_offset: self.log_start_offset,
         })
     }
 
@@ -606,30 +613,49 @@ impl Log {
         Ok(Bytes::new())
     }
 
-    /// ListOffsets by timestamp: -2 earliest, -1 latest, -3 max timestamp, else the first
-    /// batch with a timestamp ≥ `timestamp`. Returns (offset, timestamp).
-    pub fn fetch_offset_by_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
+    /// ListOffsets by timestamp (Kafka's `UnifiedLog.fetchOffsetByTimestamp`, no remote
+    /// storage): -2 earliest and -4 earliest-local are the log start, -1 latest the LEO (both
+    /// without a timestamp), -3 the first record holding the log's max timestamp, -5
+    /// latest-tiered is -1 (nothing is tiered), else the first record at or after `timestamp`
+    /// from the log start on.
+    pub fn fetch_offset_by_timestamp(&self, timestamp: i64) -> Result<Option<TimestampAndOffset>, LogError> {
         self.check_online()?;
+        let bare = |offset: i64, leader_epoch: Option<i32>| TimestampAndOffset {
+            timestamp: -1,
+            offset,
+            leader_epoch,
+        };
         match timestamp {
-            -2 => return Ok(Some((self.log_start_offset, -1))),
-            -1 => return Ok(Some((self.log_end_offset(), -1))),
+            -2 | -4 => {
+                // The first cached epoch names the log start only if it begins at or before it.
+                let epoch = self
+                    .epochs
+                    .earliest_entry()
+                    .filter(|e| e.start_offset <= self.log_start_offset)
+                    .map(|e| e.epoch);
+                return Ok(Some(bare(self.log_start_offset, epoch)));
+            }
+            -1 => return Ok(Some(bare(self.log_end_offset(), self.epochs.latest_epoch()))),
+            -5 => return Ok(Some(bare(-1, Some(-1)))),
             -3 => {
-                let best = self
-                    .segments
-                    .values()
-                    .filter(|s| s.max_timestamp() >= 0)
-                    .max_by_key(|s| s.max_timestamp());
+                // The first segment with the largest max timestamp (Scala's maxBy keeps the first).
+                let mut best: Option<&LogSegment> = None;
+                for seg in self.segments.values() {
+                    if best.is_none_or(|b| seg.max_timestamp() > b.max_timestamp()) {
+                        best = Some(seg);
+                    }
+                }
                 let Some(seg) = best else { return Ok(None) };
-                let found = seg.find_offset_by_timestamp(seg.max_timestamp());
+                let found = seg.max_timestamp_record();
                 return self.io(found);
             }
             _ => {}
         }
         for seg in self.segments.values() {
-            if seg.max_timestamp() >= timestamp {
-                let found = seg.find_offset_by_timestamp(timestamp);
-                if let Some((offset, ts)) = self.io(found)? {
-                    return Ok(Some((offset.max(self.log_start_offset), ts)));
+            if seg.max_timestamp() >= timestamp && seg.next_offset() > self.log_start_offset {
+                let found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset);
+                if let Some(found) = self.io(found)? {
+                    return Ok(Some(found));
                 }
             }
         }

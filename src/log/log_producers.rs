@@ -65,6 +65,7 @@ impl Log {
             },
             record_count: 0,
             bytes: 0,
+            log_start_offset: self.log_start_offset(),
         }
     }
 

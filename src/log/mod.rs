@@ -27,5 +27,7 @@ pub mod producer_state;
 pub mod retention;
 pub mod segment;
 pub mod time_index;
+pub mod timestamp_search;
+pub mod topic_configs;
 
 pub use meta_properties::{MetaProperties, MetaPropertiesError};

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use super::file::{Faults, LogFile};
 use super::offset_index::{IndexError, OffsetIndex};
 use super::time_index::TimeIndex;
+use super::timestamp_search::{self, TimestampAndOffset};
 use crate::protocol::record_batch::{BatchHeader, BatchScanner, ScanError, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 
 /// `00000000000000000042.log` and friends.
@@ -513,21 +514,63 @@ impl LogSegment {
         Ok(size - position)
     }
 
-    /// The first offset whose batch has a max timestamp ≥ `timestamp`, with that timestamp.
-    pub fn find_offset_by_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, SegmentIoError> {
+    /// The first record with a timestamp ≥ `timestamp` and an offset ≥ `starting_offset`
+    /// (Kafka's `LogSegment.findOffsetByTimestamp`): the time index narrows where to start, then
+    /// batches are walked and the first one whose max timestamp reaches the target has its
+    /// records searched.
+    pub fn find_offset_by_timestamp(
+        &self,
+        timestamp: i64,
+        starting_offset: i64,
+    ) -> Result<Option<TimestampAndOffset>, SegmentIoError> {
         let (_, from_offset) = self.time_index.lookup(timestamp);
-        let (_, start) = self.offset_index.lookup(from_offset);
+        let (_, start) = self.offset_index.lookup(from_offset.max(starting_offset));
         let mut position = u64::from(start);
         while position < self.log.size() {
             let Some(header) = self.header_at(position)? else {
                 return Ok(None);
             };
-            if header.max_timestamp >= timestamp {
-                return Ok(Some((header.base_offset, header.max_timestamp)));
+            if header.max_timestamp >= timestamp && header.last_offset() >= starting_offset {
+                let batch = self.batch_at(position, &header)?;
+                if let Some(found) = timestamp_search::first_at_or_after(&batch, &header, timestamp, starting_offset) {
+                    return Ok(Some(found));
+                }
             }
             position += header.size_in_bytes() as u64;
         }
         Ok(None)
+    }
+
+    /// The record holding this segment's max timestamp (ListOffsets MAX_TIMESTAMP): the first
+    /// batch reaching the max, from the indexed position of the offset that set it.
+    pub fn max_timestamp_record(&self) -> Result<Option<TimestampAndOffset>, SegmentIoError> {
+        if self.max_timestamp < 0 {
+            return Ok(None);
+        }
+        let (_, start) = self.offset_index.lookup(self.offset_of_max_timestamp);
+        let mut position = u64::from(start);
+        while position < self.log.size() {
+            let Some(header) = self.header_at(position)? else {
+                return Ok(None);
+            };
+            if header.max_timestamp == self.max_timestamp {
+                let batch = self.batch_at(position, &header)?;
+                return Ok(Some(timestamp_search::max_timestamp_record(&batch, &header)));
+            }
+            position += header.size_in_bytes() as u64;
+        }
+        Ok(None)
+    }
+
+    /// The whole batch at `position` whose header is `header`.
+    fn batch_at(&self, position: u64, header: &BatchHeader) -> Result<Vec<u8>, SegmentIoError> {
+        let mut buf = vec![0u8; header.size_in_bytes()];
+        let n = self
+            .log
+            .read_at(&mut buf, position)
+            .map_err(io("read", self.log.path()))?;
+        buf.truncate(n);
+        Ok(buf)
     }
 
     /// Called when this segment stops being the active one: the time index gets its final entry.

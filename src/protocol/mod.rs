@@ -5,6 +5,7 @@
 //! benchmarks; the broker uses only its plain `build_batch`, to write the group coordinator's
 //! uncompressed records.
 
+pub mod authorized_operations;
 pub mod error_codes;
 pub mod record_batch;
 pub mod test_support;

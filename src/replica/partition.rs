@@ -21,6 +21,7 @@ use super::isr::{self, FollowerState};
 use crate::log::lock_order::assert_no_log_lock;
 use crate::log::log::{LogAppendInfo, LogError};
 use crate::log::log_manager::{lock, SharedLog};
+use crate::log::timestamp_search::TimestampAndOffset;
 use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
 
@@ -541,21 +542,32 @@ impl Partition {
         )
     }
 
-    /// ListOffsets: (offset, timestamp) for a timestamp or -1 latest / -2 earliest / -3 max.
-    /// Consumers' "latest" is the HW; a replica's is the LEO.
-    pub fn offset_for_timestamp(&self, timestamp: i64, replica: bool) -> Result<Option<(i64, i64)>, i16> {
+    /// ListOffsets for a timestamp or -1 latest / -2 earliest / -3 max / -4 earliest local /
+    /// -5 latest tiered (Kafka's `Partition.fetchOffsetForTimestamp`). Consumers' "latest" is
+    /// the HW and they see nothing at or past it; a replica's is the LEO. "Latest" carries the
+    /// current leader epoch; the rest carry the epoch of what they found.
+    pub fn offset_for_timestamp(&self, timestamp: i64, replica: bool) -> Result<Option<TimestampAndOffset>, i16> {
         let inner = self.inner();
         if inner.state.leader != self.local {
             return Err(ec::NOT_LEADER_OR_FOLLOWER);
         }
-        if timestamp == -1 && !replica {
-            return Ok(Some((inner.high_watermark, -1)));
+        if timestamp == -1 {
+            let offset = if replica {
+                lock(&inner.log).log_end_offset()
+            } else {
+                inner.high_watermark
+            };
+            return Ok(Some(TimestampAndOffset {
+                timestamp: -1,
+                offset,
+                leader_epoch: Some(inner.state.leader_epoch),
+            }));
         }
         let found = lock(&inner.log)
             .fetch_offset_by_timestamp(timestamp)
             .map_err(|e| e.error_code())?;
-        // A consumer never sees offsets at or past the HW.
-        Ok(found.filter(|(offset, _)| replica || *offset < inner.high_watermark || timestamp == -2))
+        let earliest = matches!(timestamp, -2 | -4);
+        Ok(found.filter(|f| replica || earliest || f.offset < inner.high_watermark))
     }
 
     /// OffsetForLeaderEpoch as leader: the largest epoch ≤ `epoch` and its end offset.

@@ -29,6 +29,54 @@ impl Wire {
         }
     }
 
+    /// Connects, or `None` (a broker that is down or paused).
+    pub async fn try_connect(addr: &str, timeout: std::time::Duration) -> Option<Wire> {
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .ok()?
+            .ok()?;
+        Some(Wire { stream, correlation: 0 })
+    }
+
+    /// [`Wire::send`] for brokers that may die or stall: `None` instead of a panic when the
+    /// connection fails or no answer comes within `timeout`.
+    pub async fn try_send<R: Request + Encodable>(
+        &mut self,
+        request: &R,
+        version: i16,
+        timeout: std::time::Duration,
+    ) -> Option<R::Response>
+    where
+        R::Response: Decodable + HeaderVersion,
+    {
+        self.correlation += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(StrBytes::from_static_str("kastle-test")));
+        let mut body = BytesMut::new();
+        header.encode(&mut body, R::header_version(version)).ok()?;
+        request.encode(&mut body, version).ok()?;
+        let mut frame = BytesMut::with_capacity(body.len() + 4);
+        frame.put_i32(body.len() as i32);
+        frame.extend_from_slice(&body);
+        let exchange = async {
+            self.stream.write_all(&frame).await.ok()?;
+            let size = self.stream.read_i32().await.ok()?;
+            let mut buf = vec![0u8; usize::try_from(size).ok()?];
+            self.stream.read_exact(&mut buf).await.ok()?;
+            Some(buf)
+        };
+        let mut bytes = Bytes::from(tokio::time::timeout(timeout, exchange).await.ok()??);
+        let api_key = ApiKey::try_from(R::KEY).ok()?;
+        let header = ResponseHeader::decode(&mut bytes, api_key.response_header_version(version)).ok()?;
+        if header.correlation_id != self.correlation {
+            return None;
+        }
+        R::Response::decode(&mut bytes, version).ok()
+    }
+
     /// Sends `request` at `version` and decodes the response.
     pub async fn send<R: Request + Encodable>(&mut self, request: &R, version: i16) -> R::Response
     where

@@ -1,5 +1,7 @@
 //! CreateTopics: answered by the active controller only (others say NOT_CONTROLLER, as a
-//! ZK-mode Kafka broker does). Each topic is validated and written to ZooKeeper; the response
+//! ZK-mode Kafka broker does). Each topic is validated (placement, then its configs against
+//! Kafka's topic-level definitions: an unknown name or bad value is INVALID_CONFIG and nothing
+//! is created) and written to ZooKeeper; the response
 //! waits (up to `timeout_ms`) until the controller has elected its leaders and this broker's
 //! metadata shows them, so a client can produce right after.
 
@@ -7,11 +9,11 @@ use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use super::{str_bytes, wait_for_metadata, KafkaApis};
+use crate::log::topic_configs;
 use crate::network::handler::RequestContext;
+use crate::protocol::error_codes as ec;
 use crate::server::topic_creation::{self, NewTopic};
 use crate::types::BrokerId;
-
-use crate::protocol::error_codes::NOT_CONTROLLER;
 
 pub(super) async fn handle(
     apis: &KafkaApis,
@@ -26,7 +28,7 @@ pub(super) async fn handle(
         let name = topic.name.0.to_string();
         let mut result = CreatableTopicResult::default().with_name(topic.name.clone());
         let outcome = if !active {
-            Err(NOT_CONTROLLER)
+            Err((ec::NOT_CONTROLLER, None))
         } else {
             let assignment = (!topic.assignments.is_empty()).then(|| {
                 topic
@@ -54,9 +56,24 @@ pub(super) async fn handle(
                     .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
                     .collect(),
             };
-            topic_creation::create(apis, &new, request.validate_only)
-                .await
-                .map(|id| (id, new))
+            let configs: Vec<(String, Option<String>)> = topic
+                .configs
+                .iter()
+                .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
+                .collect();
+            // Kafka's order: existence, placement, then the configs (`LogConfig.validate`);
+            // nothing is written unless all pass.
+            match topic_creation::create(apis, &new, true).await {
+                Err(code) => Err((code, None)),
+                Ok(_) => match topic_configs::validate(&configs) {
+                    Err(refusal) => Err((ec::INVALID_CONFIG, Some(refusal.to_string()))),
+                    Ok(()) if request.validate_only => Ok((uuid::Uuid::nil(), new)),
+                    Ok(()) => topic_creation::create(apis, &new, false)
+                        .await
+                        .map(|id| (id, new))
+                        .map_err(|code| (code, None)),
+                },
+            }
         };
         match outcome {
             Ok((id, new)) => {
@@ -76,10 +93,11 @@ pub(super) async fn handle(
                     created.push(name);
                 }
             }
-            Err(code) => {
+            Err((code, message)) => {
                 result.error_code = code;
                 if version >= 1 {
-                    result.error_message = Some(str_bytes(&format!("topic creation failed with error {code}")));
+                    let message = message.unwrap_or_else(|| format!("topic creation failed with error {code}"));
+                    result.error_message = Some(str_bytes(&message));
                 }
             }
         }

@@ -24,6 +24,7 @@ use crate::coordinator::group::membership::{JoinRequest, SyncRequest};
 use crate::coordinator::group::state::GroupState;
 use crate::coordinator::group::{partition_for, OFFSETS_TOPIC};
 use crate::network::handler::RequestContext;
+use crate::protocol::authorized_operations::{if_requested, ResourceType};
 use crate::server::topic_creation::{self, NewTopic};
 
 fn opt(s: &Option<StrBytes>) -> Option<String> {
@@ -256,7 +257,17 @@ pub(super) fn list_groups(apis: &KafkaApis, r: ListGroupsRequest) -> ListGroupsR
     }
 }
 
-pub(super) fn describe_groups(apis: &KafkaApis, r: DescribeGroupsRequest) -> DescribeGroupsResponse {
+/// DescribeGroups; from v3 a group described without error carries its authorized operations
+/// when asked (`include_authorized_operations`), as Kafka's `handleDescribeGroupsRequest` does.
+pub(super) fn describe_groups(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    r: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let authorized_operations = if_requested(
+        ctx.api_version >= 3 && r.include_authorized_operations,
+        ResourceType::Group,
+    );
     let groups = r
         .groups
         .iter()
@@ -268,7 +279,7 @@ pub(super) fn describe_groups(apis: &KafkaApis, r: DescribeGroupsRequest) -> Des
                     .with_group_state(str_bytes(&s.state))
                     .with_protocol_type(str_bytes(&s.protocol_type))
                     .with_protocol_data(str_bytes(&s.protocol))
-                    .with_authorized_operations(i32::MIN)
+                    .with_authorized_operations(authorized_operations)
                     .with_members(
                         s.members
                             .into_iter()

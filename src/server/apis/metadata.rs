@@ -11,15 +11,19 @@ use kafka_protocol::messages::{BrokerId as KpBrokerId, MetadataRequest, Metadata
 
 use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
+use crate::protocol::authorized_operations::{if_requested, ResourceType};
 use crate::protocol::error_codes as ec;
+use crate::server::metadata_cache::{CachedPartition, LiveBroker};
 use crate::server::topic_creation::{create_topic, valid_topic_name};
 
 pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: MetadataRequest) -> MetadataResponse {
     let cache = &apis.metadata_cache;
     let version = ctx.api_version;
-    let brokers: Vec<MetadataResponseBroker> = cache
-        .live_brokers()
-        .into_iter()
+    // One copy of the broker list answers both the broker list and every partition's leader
+    // check, so a response never names a leader it does not list.
+    let live = cache.live_brokers();
+    let brokers: Vec<MetadataResponseBroker> = live
+        .iter()
         .filter_map(|b| {
             let ep = b.endpoints.iter().find(|e| e.listener == ctx.listener)?;
             Some(
@@ -47,6 +51,10 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
         let mut topic = MetadataResponseTopic::default()
             .with_name(Some(TopicName(str_bytes(&name))))
             .with_is_internal(name == crate::coordinator::group::OFFSETS_TOPIC);
+        if version >= 8 {
+            topic.topic_authorized_operations =
+                if_requested(request.include_topic_authorized_operations, ResourceType::Topic);
+        }
         match cache.topic(&name) {
             Some(cached) => {
                 if version >= 10 {
@@ -55,21 +63,7 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
                 topic.partitions = cached
                     .partitions
                     .iter()
-                    .map(|(index, p)| {
-                        let leader_alive = p.leader >= 0 && !p.offline_replicas.iter().any(|r| r.0 == p.leader);
-                        MetadataResponsePartition::default()
-                            .with_error_code(if leader_alive {
-                                ec::NONE
-                            } else {
-                                ec::LEADER_NOT_AVAILABLE
-                            })
-                            .with_partition_index(*index)
-                            .with_leader_id(KpBrokerId(p.leader))
-                            .with_leader_epoch(p.leader_epoch)
-                            .with_replica_nodes(p.replicas.iter().map(|r| KpBrokerId(r.0)).collect())
-                            .with_isr_nodes(p.isr.iter().map(|r| KpBrokerId(r.0)).collect())
-                            .with_offline_replicas(p.offline_replicas.iter().map(|r| KpBrokerId(r.0)).collect())
-                    })
+                    .map(|(index, p)| partition_metadata(*index, p, &live, &ctx.listener, version))
                     .collect();
             }
             None if requested.is_some() => {
@@ -92,8 +86,146 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
     if version >= 2 {
         response.cluster_id = Some(str_bytes(&apis.cluster_id));
     }
+    // Dropped from v11 on (KIP-700: DescribeCluster answers it there).
+    if (8..=10).contains(&version) {
+        response.cluster_authorized_operations =
+            if_requested(request.include_cluster_authorized_operations, ResourceType::Cluster);
+    }
     if version >= 1 {
         response.controller_id = KpBrokerId(cache.controller_id().map_or(-1, |c| c.0));
     }
     response
+}
+
+/// One partition's entry, as Kafka's `ZkMetadataCache.getPartitionMetadata` builds it from the
+/// cached state and the live brokers:
+/// - a leader that is not live (or is among the offline replicas) is no leader: leader -1 with
+///   LEADER_NOT_AVAILABLE; a live leader without an endpoint on `listener` gives
+///   LISTENER_NOT_FOUND from v6 (LEADER_NOT_AVAILABLE before). Clients then wait for fresh
+///   metadata instead of sending to a broker the response does not list.
+/// - v0 only: replicas and ISR are cut to live brokers with the listener, and a cut answers
+///   REPLICA_NOT_AVAILABLE; later versions list them whole (offline replicas say who is down).
+pub(crate) fn partition_metadata(
+    index: i32,
+    p: &CachedPartition,
+    live: &[LiveBroker],
+    listener: &str,
+    version: i16,
+) -> MetadataResponsePartition {
+    let broker = |id: i32| live.iter().find(|b| b.id.0 == id);
+    let reachable = |id: i32| broker(id).is_some_and(|b| b.endpoints.iter().any(|e| e.listener == listener));
+    let filter = |ids: &[crate::types::BrokerId]| -> Vec<KpBrokerId> {
+        ids.iter()
+            .filter(|r| version > 0 || reachable(r.0))
+            .map(|r| KpBrokerId(r.0))
+            .collect()
+    };
+    let replicas = filter(&p.replicas);
+    let isr = filter(&p.isr);
+    let leader_offline = p.offline_replicas.iter().any(|r| r.0 == p.leader);
+    let (error, leader) = if broker(p.leader).is_none() || leader_offline {
+        (ec::LEADER_NOT_AVAILABLE, -1)
+    } else if !reachable(p.leader) {
+        let code = if version >= 6 {
+            ec::LISTENER_NOT_FOUND
+        } else {
+            ec::LEADER_NOT_AVAILABLE
+        };
+        (code, -1)
+    } else if replicas.len() < p.replicas.len() || isr.len() < p.isr.len() {
+        (ec::REPLICA_NOT_AVAILABLE, p.leader)
+    } else {
+        (ec::NONE, p.leader)
+    };
+    MetadataResponsePartition::default()
+        .with_error_code(error)
+        .with_partition_index(index)
+        .with_leader_id(KpBrokerId(leader))
+        .with_leader_epoch(p.leader_epoch)
+        .with_replica_nodes(replicas)
+        .with_isr_nodes(isr)
+        .with_offline_replicas(p.offline_replicas.iter().map(|r| KpBrokerId(r.0)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::metadata_cache::BrokerEndpoint;
+    use crate::types::BrokerId;
+
+    fn broker(id: i32, listeners: &[&str]) -> LiveBroker {
+        LiveBroker {
+            id: BrokerId(id),
+            endpoints: listeners
+                .iter()
+                .map(|l| BrokerEndpoint {
+                    listener: l.to_string(),
+                    host: "h".into(),
+                    port: 9092,
+                })
+                .collect(),
+            rack: None,
+        }
+    }
+
+    fn state(leader: i32, replicas: &[i32], isr: &[i32]) -> CachedPartition {
+        CachedPartition {
+            leader,
+            leader_epoch: 7,
+            isr: isr.iter().map(|b| BrokerId(*b)).collect(),
+            replicas: replicas.iter().map(|b| BrokerId(*b)).collect(),
+            offline_replicas: vec![],
+        }
+    }
+
+    fn ids(v: &[KpBrokerId]) -> Vec<i32> {
+        v.iter().map(|b| b.0).collect()
+    }
+
+    #[test]
+    fn a_leader_missing_from_the_live_brokers_is_reported_as_no_leader() {
+        // The controller has not yet moved leadership off broker 2, which died.
+        let live = [broker(1, &["PLAINTEXT"]), broker(3, &["PLAINTEXT"])];
+        let p = partition_metadata(0, &state(2, &[1, 2, 3], &[1, 2, 3]), &live, "PLAINTEXT", 12);
+        assert_eq!(
+            (p.error_code, p.leader_id.0, p.leader_epoch),
+            (ec::LEADER_NOT_AVAILABLE, -1, 7)
+        );
+        // v1+ lists replicas and ISR whole, as Kafka does.
+        assert_eq!(
+            (ids(&p.replica_nodes), ids(&p.isr_nodes)),
+            (vec![1, 2, 3], vec![1, 2, 3])
+        );
+    }
+
+    #[test]
+    fn a_live_leader_answers_none_and_v0_cuts_dead_replicas_with_replica_not_available() {
+        let live = [broker(1, &["PLAINTEXT"]), broker(3, &["PLAINTEXT"])];
+        let p = partition_metadata(0, &state(1, &[1, 2, 3], &[1, 3]), &live, "PLAINTEXT", 12);
+        assert_eq!((p.error_code, p.leader_id.0), (ec::NONE, 1));
+        assert_eq!(ids(&p.replica_nodes), vec![1, 2, 3]);
+        let v0 = partition_metadata(0, &state(1, &[1, 2, 3], &[1, 3]), &live, "PLAINTEXT", 0);
+        assert_eq!((v0.error_code, v0.leader_id.0), (ec::REPLICA_NOT_AVAILABLE, 1));
+        assert_eq!((ids(&v0.replica_nodes), ids(&v0.isr_nodes)), (vec![1, 3], vec![1, 3]));
+    }
+
+    #[test]
+    fn a_leader_without_the_requests_listener_is_listener_not_found_from_v6() {
+        let live = [broker(1, &["INTERNAL"])];
+        let p = partition_metadata(0, &state(1, &[1], &[1]), &live, "PLAINTEXT", 6);
+        assert_eq!((p.error_code, p.leader_id.0), (ec::LISTENER_NOT_FOUND, -1));
+        let v5 = partition_metadata(0, &state(1, &[1], &[1]), &live, "PLAINTEXT", 5);
+        assert_eq!((v5.error_code, v5.leader_id.0), (ec::LEADER_NOT_AVAILABLE, -1));
+    }
+
+    #[test]
+    fn no_leader_or_an_offline_leader_is_leader_not_available() {
+        let live = [broker(1, &["PLAINTEXT"])];
+        let p = partition_metadata(0, &state(-1, &[1], &[1]), &live, "PLAINTEXT", 12);
+        assert_eq!((p.error_code, p.leader_id.0), (ec::LEADER_NOT_AVAILABLE, -1));
+        let mut offline = state(1, &[1], &[1]);
+        offline.offline_replicas = vec![BrokerId(1)];
+        let p = partition_metadata(0, &offline, &live, "PLAINTEXT", 12);
+        assert_eq!((p.error_code, p.leader_id.0), (ec::LEADER_NOT_AVAILABLE, -1));
+    }
 }

@@ -99,7 +99,9 @@ impl RequestHandler for KafkaApis {
             RequestKind::Heartbeat(r) => Some(ResponseKind::Heartbeat(groups::heartbeat(self, r))),
             RequestKind::LeaveGroup(r) => Some(ResponseKind::LeaveGroup(groups::leave_group(self, &ctx, r))),
             RequestKind::ListGroups(r) => Some(ResponseKind::ListGroups(groups::list_groups(self, r))),
-            RequestKind::DescribeGroups(r) => Some(ResponseKind::DescribeGroups(groups::describe_groups(self, r))),
+            RequestKind::DescribeGroups(r) => {
+                Some(ResponseKind::DescribeGroups(groups::describe_groups(self, &ctx, r)))
+            }
             RequestKind::DeleteGroups(r) => Some(ResponseKind::DeleteGroups(groups::delete_groups(self, r).await)),
             RequestKind::OffsetCommit(r) => {
                 Some(ResponseKind::OffsetCommit(offsets::offset_commit(self, &ctx, r).await))

@@ -42,6 +42,9 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Prod
                                 if ctx.api_version >= 2 {
                                     resp.log_append_time_ms = info.log_append_time;
                                 }
+                                if ctx.api_version >= 5 {
+                                    resp.log_start_offset = info.log_start_offset;
+                                }
                                 if acks == -1 {
                                     waits.push((
                                         topics.len(),
