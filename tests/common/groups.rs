@@ -54,7 +54,10 @@ else:
     if strategy:
         conf["partition.assignment.strategy"] = strategy
     c = Consumer(conf)
-    c.subscribe([topic])
+    # Every rebalance the client goes through, even one that gives back the same partitions.
+    def revoked(consumer, partitions):
+        out("REVOKED", ",".join(str(tp.partition) for tp in partitions))
+    c.subscribe([topic], on_revoke=revoked)
     while not os.path.exists(stop_file):
         m = c.poll(0.2)
         report(c)
@@ -169,6 +172,12 @@ impl Member {
     /// How many times its assignment changed.
     pub fn assignments(&self) -> usize {
         self.output().iter().filter(|l| l.starts_with("ASSIGNED")).count()
+    }
+
+    /// How many times it had partitions revoked (confluent members): every rebalance it took
+    /// part in while owning partitions, even one that handed the same partitions back.
+    pub fn revocations(&self) -> usize {
+        self.output().iter().filter(|l| l.starts_with("REVOKED")).count()
     }
 
     /// The partitions of the member's latest assignment, if it has one.

@@ -198,48 +198,6 @@ fn leaving_rebalances_the_rest_and_the_last_one_out_leaves_an_empty_group_to_sto
 }
 
 #[test]
-fn a_static_member_that_restarts_takes_its_place_back_without_a_rebalance() {
-    let mut g = Group::new("g", 0);
-    let mut fx = Vec::new();
-    let mut req = join_req("", &["range"]);
-    req.group_instance_id = Some("i-1".into());
-    // Static members skip MEMBER_ID_REQUIRED.
-    let out = g.join(req.clone(), 0, &LIMITS, &mut fx);
-    let JoinOutcome::Parked { member_id: old } = out else {
-        panic!("{out:?}")
-    };
-    let mut other = join_req("", &["range"]);
-    other.group_instance_id = Some("i-2".into());
-    let JoinOutcome::Parked { member_id: leader } = g.join(other, 0, &LIMITS, &mut fx) else {
-        panic!()
-    };
-    g.tick(100, &LIMITS);
-    g.tick(200, &LIMITS);
-    let leader = g.leader.clone().unwrap_or(leader);
-    assert!(matches!(
-        g.sync(sync_req(&leader, 1, &[(&old, b"X")]), 200),
-        SyncOutcome::Store { .. }
-    ));
-    g.assignment_stored(1, Ok(()), 200, &LIMITS);
-    assert!(g.is(GroupState::Stable));
-    let rejoin_as = if leader == old { "i-2" } else { "i-1" };
-    let before = g.static_members[rejoin_as].clone();
-    let mut again = join_req("", &["range"]);
-    again.group_instance_id = Some(rejoin_as.into());
-    let out = g.join(again, 300, &LIMITS, &mut fx);
-    let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
-    assert_eq!((r.error, r.generation), (0, 1), "same generation, no rebalance");
-    assert_ne!(r.member_id, before);
-    assert!(g.is(GroupState::Stable));
-    // The old process is fenced.
-    assert_eq!(
-        g.heartbeat(&before, Some(rejoin_as), 1, 301),
-        errors::FENCED_INSTANCE_ID
-    );
-    assert_eq!(g.heartbeat(&r.member_id, Some(rejoin_as), 1, 301), 0);
-}
-
-#[test]
 fn requests_out_of_bounds_or_out_of_place_get_kafkas_errors() {
     let (mut g, ids) = stable_group(1);
     let mut fx = Vec::new();
@@ -358,3 +316,6 @@ fn a_new_member_waiting_in_a_slow_rebalance_is_not_expired_by_its_session() {
     // Once in the generation, its own session applies.
     assert_eq!(g.members[&r.member_id].heartbeat_deadline, 5_000);
 }
+
+#[path = "static_member_tests.rs"]
+mod static_members;
