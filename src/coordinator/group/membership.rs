@@ -159,8 +159,9 @@ impl Group {
                 self.parked_or_done(member_id, effects)
             }
             GroupState::CompletingRebalance if unchanged => {
-                // The JoinGroup response was lost: send it again.
-                JoinOutcome::Now(self.current_join_result(&member_id, false))
+                // The JoinGroup response was lost: send it again, to the leader with the
+                // members it must assign (librdkafka leaders do send a second JoinGroup).
+                JoinOutcome::Now(self.current_join_result(&member_id, is_leader))
             }
             GroupState::Stable if unchanged && !is_leader => {
                 self.touch(&member_id, now);
@@ -272,7 +273,10 @@ impl Group {
             Ok(()) if rejoin.supports_skip_assignment => {
                 // JoinGroup v9+ (KIP-814): a static leader learns it leads but skips assigning.
                 let is_leader = self.leader.as_deref() == Some(id.as_str());
-                self.current_join_result(&id, is_leader)
+                JoinResult {
+                    skip_assignment: is_leader,
+                    ..self.current_join_result(&id, is_leader)
+                }
             }
             // Before v9 the old leader id is returned, so that a restarted leader does not see
             // itself as leader and assign for a generation that is already stable.
@@ -378,6 +382,7 @@ impl Group {
         }
     }
 
+    /// The current generation's JoinGroup answer; `with_members` for the leader's view.
     fn current_join_result(&self, member_id: &str, with_members: bool) -> JoinResult {
         let protocol = self.protocol.clone().unwrap_or_default();
         JoinResult {
@@ -395,7 +400,7 @@ impl Group {
             } else {
                 Vec::new()
             },
-            skip_assignment: with_members,
+            skip_assignment: false,
         }
     }
 
@@ -509,13 +514,15 @@ impl Group {
                 for id in ids {
                     let result = self.sync_result(&id);
                     if let Some(m) = self.members.get_mut(&id) {
+                        // Its session was on hold while it waited: a fresh one starts now.
                         m.awaiting_sync = false;
+                        m.heartbeat_deadline = now + i64::from(m.session_timeout_ms);
                     }
                     effects.push(Effect::SyncDone { member_id: id, result });
                 }
             }
             Err(code) => {
-                self.reset_syncs(code, &mut effects);
+                self.reset_syncs(code, now, &mut effects);
                 self.prepare_rebalance(now, limits, &mut effects);
                 self.maybe_complete_join(now, limits, &mut effects);
             }

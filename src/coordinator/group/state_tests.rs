@@ -319,3 +319,80 @@ fn a_new_member_waiting_in_a_slow_rebalance_is_not_expired_by_its_session() {
 
 #[path = "static_member_tests.rs"]
 mod static_members;
+
+/// Two members through the first rebalance with `session_ms` sessions: (group, leader,
+/// follower, the time the join completed), in CompletingRebalance at generation 1.
+fn completing_group(session_ms: i32) -> (Group, String, String, i64) {
+    let mut g = Group::new("g", 0);
+    let mut fx = Vec::new();
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let mut req = join_req("", &["range"]);
+            req.session_timeout_ms = session_ms;
+            let JoinOutcome::Now(r) = g.join(req.clone(), 0, &LIMITS, &mut fx) else {
+                panic!("member id required")
+            };
+            req.member_id = r.member_id.clone();
+            assert!(matches!(g.join(req, 0, &LIMITS, &mut fx), JoinOutcome::Parked { .. }));
+            r.member_id
+        })
+        .collect();
+    let mut now = 0;
+    while !g.is(GroupState::CompletingRebalance) {
+        now += 100;
+        g.tick(now, &LIMITS);
+    }
+    let leader = g.leader.clone().expect("leader");
+    let follower = ids.into_iter().find(|m| *m != leader).expect("follower");
+    (g, leader, follower, now)
+}
+
+#[test]
+fn a_leader_that_joins_again_while_its_assignment_is_awaited_gets_the_members_again() {
+    let (mut g, leader, follower, now) = completing_group(10_000);
+    let out = g.join(join_req(&leader, &["range"]), now + 5, &LIMITS, &mut Vec::new());
+    let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
+    assert_eq!((r.error, r.generation, r.leader.as_str()), (0, 1, leader.as_str()));
+    assert_eq!(r.members.len(), 2, "the leader needs the members to assign");
+    assert!(!r.skip_assignment);
+    let out = g.join(join_req(&follower, &["range"]), now + 6, &LIMITS, &mut Vec::new());
+    let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
+    assert!(r.members.is_empty());
+    assert!(g.is(GroupState::CompletingRebalance), "no new rebalance");
+}
+
+#[test]
+fn a_member_parked_in_sync_group_outlives_its_session_while_the_leader_assigns() {
+    // Sessions (2 s) shorter than the rebalance timeout (5 s), as librdkafka's defaults are.
+    let (mut g, leader, follower, now) = completing_group(2_000);
+    assert_eq!(g.sync(sync_req(&follower, 1, &[]), now + 10), SyncOutcome::Parked);
+    for t in [1_000, 2_000, 3_000] {
+        assert_eq!(g.heartbeat(&leader, None, 1, now + t), 0);
+    }
+    let fx = g.tick(now + 3_500, &LIMITS);
+    assert!(fx.is_empty(), "{fx:?}");
+    assert!(
+        g.members.contains_key(&follower),
+        "Kafka: awaiting sync satisfies the heartbeat"
+    );
+    assert!(g.is(GroupState::CompletingRebalance));
+    let out = g.sync(sync_req(&leader, 1, &[(&leader, b"L"), (&follower, b"F")]), now + 3_600);
+    assert_eq!(out, SyncOutcome::Store { generation: 1 });
+    let fx = g.assignment_stored(1, Ok(()), now + 3_700, &LIMITS);
+    assert!(fx.contains(&Effect::SyncDone {
+        member_id: follower.clone(),
+        result: SyncResult {
+            error: 0,
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            assignment: b"F".to_vec(),
+        },
+    }));
+    // Answered, it has a fresh session, which counts again.
+    assert!(g.tick(now + 3_701, &LIMITS).is_empty());
+    assert!(g.members.contains_key(&follower));
+    assert_eq!(g.heartbeat(&leader, None, 1, now + 5_000), 0);
+    g.tick(now + 3_700 + 2_000, &LIMITS);
+    assert!(!g.members.contains_key(&follower), "silent since its sync");
+    assert!(g.is(GroupState::PreparingRebalance));
+}
