@@ -332,36 +332,90 @@ async fn the_group_survives_kill_9_of_its_coordinator_with_no_gap() {
     zk.close().await;
 }
 
+/// How many rebalances the coordinators of `group` started (their "preparing to rebalance" lines).
+fn rebalances_started(brokers: &[BrokerProcess], group: &str) -> usize {
+    let tag = format!("group={group} ");
+    brokers
+        .iter()
+        .map(|b| {
+            b.stderr()
+                .lines()
+                .filter(|l| l.contains("preparing to rebalance") && l.contains(&tag))
+                .count()
+        })
+        .sum()
+}
+
+/// KIP-345: a static member killed (no LeaveGroup) and restarted with the same
+/// `group.instance.id` inside its session takes its old place: same generation, its old
+/// partitions, and no rebalance for anyone; first a follower, then the leader (the first to join)
+/// restarts. Kafka decides this by the group's protocol alone, not by the new process's
+/// subscription metadata, and tells a restarted leader (JoinGroup < v9) the old leader id so it
+/// does not assign.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_member_restarted_within_its_session_gets_its_partitions_back_without_a_rebalance() {
-    let (_brokers, zk, bootstrap) = cluster("grp-static").await;
-    let a = Member::start_with("confluent", &bootstrap, "orders", "static", 10_000, "s1", "");
+    let (brokers, zk, bootstrap) = cluster("grp-static").await;
+    let start = |instance: &str| Member::start_with("confluent", &bootstrap, "orders", "static", 10_000, instance, "");
+    let a = start("s1");
     wait_for_split(&[&a], "the first static member owns everything").await;
-    let b = Member::start_with("confluent", &bootstrap, "orders", "static", 10_000, "s2", "");
+    let b = start("s2");
     wait_for_split(&[&a, &b], "both static members assigned").await;
-    let (a_changes, b_partitions) = (a.assignments(), b.assignment().expect("b's assignment"));
+    let rebalances = rebalances_started(&brokers, "static");
+    assert_eq!(rebalances, 2, "one rebalance per member that joined");
+
     // kill -9: no LeaveGroup; the same instance comes back well inside its session.
+    let (a_revoked, b_partitions) = (a.revocations(), b.assignment().expect("b's assignment"));
     b.signal("KILL");
     drop(b);
-    let b2 = Member::start_with("confluent", &bootstrap, "orders", "static", 10_000, "s2", "");
+    let b2 = start("s2");
     wait_until_else(
         Duration::from_secs(30),
-        "the restarted instance has its old partitions",
+        "the restarted follower has its old partitions",
         || async { b2.assignment().as_ref() == Some(&b_partitions) },
         || outputs(&[&b2, &a]),
     )
     .await;
     assert_eq!(
-        a.assignments(),
-        a_changes,
-        "the other member saw no rebalance: {:?}",
+        a.revocations(),
+        a_revoked,
+        "the leader saw no rebalance: {:?}",
         a.output()
     );
+    assert_eq!(
+        rebalances_started(&brokers, "static"),
+        rebalances,
+        "no rebalance started"
+    );
+
+    // Now the leader restarts.
+    let (b_revoked, a_partitions) = (b2.revocations(), a.assignment().expect("a's assignment"));
+    a.signal("KILL");
+    drop(a);
+    let a2 = start("s1");
+    wait_until_else(
+        Duration::from_secs(30),
+        "the restarted leader has its old partitions",
+        || async { a2.assignment().as_ref() == Some(&a_partitions) },
+        || outputs(&[&a2, &b2]),
+    )
+    .await;
+    assert_eq!(
+        b2.revocations(),
+        b_revoked,
+        "the follower saw no rebalance: {:?}",
+        b2.output()
+    );
+    assert_eq!(
+        rebalances_started(&brokers, "static"),
+        rebalances,
+        "no rebalance started"
+    );
+
     let described = admin(&bootstrap, &["groups", "describe", "-g", "static"]);
     assert!(described.contains("s1") && described.contains("s2"), "{described}");
     produce(&bootstrap, "orders", 0, 120, 6);
-    wait_for_count(&[&a, &b2], 120, "both consume").await;
-    a.stop().await;
+    wait_for_count(&[&a2, &b2], 120, "both consume").await;
+    a2.stop().await;
     b2.stop().await;
     zk.close().await;
 }

@@ -54,7 +54,14 @@ else:
     if strategy:
         conf["partition.assignment.strategy"] = strategy
     c = Consumer(conf)
-    c.subscribe([topic])
+    # Static members report every rebalance they go through, even one that gives back the same
+    # partitions.
+    def revoked(consumer, partitions):
+        out("REVOKED", ",".join(str(tp.partition) for tp in partitions))
+    if instance:
+        c.subscribe([topic], on_revoke=revoked)
+    else:
+        c.subscribe([topic])
     while not os.path.exists(stop_file):
         m = c.poll(0.2)
         report(c)
@@ -169,6 +176,12 @@ impl Member {
     /// How many times its assignment changed.
     pub fn assignments(&self) -> usize {
         self.output().iter().filter(|l| l.starts_with("ASSIGNED")).count()
+    }
+
+    /// How many times it had partitions revoked (static confluent members): every rebalance it took
+    /// part in while owning partitions, even one that handed the same partitions back.
+    pub fn revocations(&self) -> usize {
+        self.output().iter().filter(|l| l.starts_with("REVOKED")).count()
     }
 
     /// The partitions of the member's latest assignment, if it has one.

@@ -1,6 +1,7 @@
 //! The classic group protocol's requests applied to a [`Group`]: JoinGroup, SyncGroup,
 //! Heartbeat, LeaveGroup, and the membership check of OffsetCommit. Pure: each returns an
-//! immediate answer (or `None` when the request is parked) plus the effects for other members.
+//! immediate answer (or says the request is parked, or parked until the group record is stored)
+//! plus the effects for other members.
 //! The rules and error codes are those of Kafka 3.9's `GroupCoordinator`.
 
 use super::errors::*;
@@ -39,7 +40,27 @@ pub struct SyncRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JoinOutcome {
     Now(JoinResult),
-    Parked { member_id: String },
+    Parked {
+        member_id: String,
+    },
+    /// A static member rejoined a Stable group without a rebalance: park the request under
+    /// `member_id`, store the group, then call [`Group::static_member_stored`].
+    Store {
+        member_id: String,
+        rejoin: StaticRejoin,
+    },
+}
+
+/// A static member's replacement waiting for the group record to be stored: what to answer
+/// and what to restore if the write fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticRejoin {
+    /// The member as it was before (old member id, protocols and timeouts).
+    pub old: Member,
+    pub new_member_id: String,
+    /// The leader before the replacement.
+    pub old_leader: Option<String>,
+    pub supports_skip_assignment: bool,
 }
 
 /// What a SyncGroup did.
@@ -138,8 +159,9 @@ impl Group {
                 self.parked_or_done(member_id, effects)
             }
             GroupState::CompletingRebalance if unchanged => {
-                // The JoinGroup response was lost: send it again.
-                JoinOutcome::Now(self.current_join_result(&member_id, false))
+                // The JoinGroup response was lost: send it again, to the leader with the
+                // members it must assign (librdkafka leaders do send a second JoinGroup).
+                JoinOutcome::Now(self.current_join_result(&member_id, is_leader))
             }
             GroupState::Stable if unchanged && !is_leader => {
                 self.touch(&member_id, now);
@@ -155,8 +177,11 @@ impl Group {
         }
     }
 
-    /// A static member came back with a new process: it takes over the old member id's place
-    /// (the old one is fenced). A stable group keeps its assignment unless the member changed.
+    /// A static member came back with a new process (Kafka's `updateStaticMemberAndRebalance`):
+    /// it takes over the old member id's place and assignment, and the old id is fenced. In a
+    /// Stable group whose protocol stays the same there is no rebalance: the group is stored
+    /// (so a new coordinator knows the new id) and the member then syncs its old assignment,
+    /// whatever its metadata and whether or not it leads.
     fn replace_static_member(
         &mut self,
         old_id: &str,
@@ -165,23 +190,24 @@ impl Group {
         limits: &GroupLimits,
         effects: &mut Vec<Effect>,
     ) -> JoinOutcome {
-        let Some(mut member) = self.members.remove(old_id) else {
+        let Some(old) = self.members.remove(old_id) else {
             return JoinOutcome::Now(JoinResult::error(UNKNOWN_MEMBER_ID, ""));
         };
+        let current_leader = self.leader.clone();
         let new_id = new_member_id(&req.client_id, req.group_instance_id.as_deref());
-        if member.awaiting_join {
+        if old.awaiting_join {
             effects.push(Effect::JoinDone {
                 member_id: old_id.to_string(),
                 result: JoinResult::error(FENCED_INSTANCE_ID, old_id),
             });
         }
-        if member.awaiting_sync {
+        if old.awaiting_sync {
             effects.push(Effect::SyncDone {
                 member_id: old_id.to_string(),
                 result: SyncResult::error(FENCED_INSTANCE_ID),
             });
         }
-        let unchanged = member.protocols == req.protocols;
+        let mut member = old.clone();
         member.member_id = new_id.clone();
         member.awaiting_join = false;
         member.awaiting_sync = false;
@@ -192,24 +218,95 @@ impl Group {
         if self.leader.as_deref() == Some(old_id) {
             self.leader = Some(new_id.clone());
         }
-        let is_leader = self.leader.as_deref() == Some(new_id.as_str());
+        // The new process waits in JoinGroup like any member (Kafka's updateMember with a callback).
+        self.update_member(&new_id, &req, now);
         match self.state {
-            GroupState::Stable if unchanged && (!is_leader || req.supports_skip_assignment) => {
-                self.touch(&new_id, now);
-                JoinOutcome::Now(self.current_join_result(&new_id, is_leader))
+            GroupState::Stable if self.select_protocol() == self.protocol => {
+                tracing::info!(
+                    group = %self.id,
+                    instance = ?req.group_instance_id,
+                    member = %new_id,
+                    generation = self.generation,
+                    "static member rejoined a stable group: it keeps its assignment, no rebalance"
+                );
+                let mut old = old;
+                old.awaiting_join = false;
+                old.awaiting_sync = false;
+                JoinOutcome::Store {
+                    member_id: new_id.clone(),
+                    rejoin: StaticRejoin {
+                        old,
+                        new_member_id: new_id,
+                        old_leader: current_leader,
+                        supports_skip_assignment: req.supports_skip_assignment,
+                    },
+                }
             }
             GroupState::PreparingRebalance => {
-                self.update_member(&new_id, &req, now);
                 self.maybe_complete_join(now, limits, effects);
                 self.parked_or_done(new_id, effects)
             }
+            // The protocol would change, or the leader may already be assigning for the old
+            // member id (CompletingRebalance): a new rebalance.
             _ => {
-                self.update_member(&new_id, &req, now);
                 self.prepare_rebalance(now, limits, effects);
                 self.maybe_complete_join(now, limits, effects);
                 self.parked_or_done(new_id, effects)
             }
         }
+    }
+
+    /// The group record written for a static member's rejoin (`JoinOutcome::Store`) was stored
+    /// (`Ok`) or not (`Err(code)`): the parked JoinGroup gets the current generation, or the
+    /// replacement is undone and it gets the error. Nothing happens if a rebalance took the
+    /// request over meanwhile (it answers it) or the member was replaced again.
+    pub fn static_member_stored(&mut self, rejoin: &StaticRejoin, outcome: Result<(), i16>, now: i64) -> Vec<Effect> {
+        let id = rejoin.new_member_id.clone();
+        let waiting = self.is(GroupState::Stable) && self.members.get(&id).is_some_and(|m| m.awaiting_join);
+        if !waiting {
+            return Vec::new();
+        }
+        if let Some(m) = self.members.get_mut(&id) {
+            m.awaiting_join = false;
+        }
+        let result = match outcome {
+            Ok(()) if rejoin.supports_skip_assignment => {
+                // JoinGroup v9+ (KIP-814): a static leader learns it leads but skips assigning.
+                let is_leader = self.leader.as_deref() == Some(id.as_str());
+                JoinResult {
+                    skip_assignment: is_leader,
+                    ..self.current_join_result(&id, is_leader)
+                }
+            }
+            // Before v9 the old leader id is returned, so that a restarted leader does not see
+            // itself as leader and assign for a generation that is already stable.
+            Ok(()) => JoinResult {
+                leader: rejoin.old_leader.clone().unwrap_or_default(),
+                ..self.current_join_result(&id, false)
+            },
+            Err(code) => {
+                tracing::warn!(group = %self.id, code, "storing a static member's rejoin failed; undone");
+                self.members.remove(&id);
+                let mut old = rejoin.old.clone();
+                old.heartbeat_deadline = now + i64::from(old.session_timeout_ms);
+                if let Some(i) = &old.group_instance_id {
+                    self.static_members.insert(i.clone(), old.member_id.clone());
+                }
+                if self.leader.as_deref() == Some(id.as_str()) {
+                    self.leader = Some(old.member_id.clone());
+                }
+                self.members.insert(old.member_id.clone(), old);
+                JoinResult {
+                    error: code,
+                    generation: self.generation,
+                    protocol_type: self.protocol_type.clone(),
+                    protocol_name: self.protocol.clone(),
+                    leader: rejoin.old_leader.clone().unwrap_or_default(),
+                    ..Default::default()
+                }
+            }
+        };
+        vec![Effect::JoinDone { member_id: id, result }]
     }
 
     fn add_member_and_rebalance(
@@ -285,6 +382,7 @@ impl Group {
         }
     }
 
+    /// The current generation's JoinGroup answer; `with_members` for the leader's view.
     fn current_join_result(&self, member_id: &str, with_members: bool) -> JoinResult {
         let protocol = self.protocol.clone().unwrap_or_default();
         JoinResult {
@@ -302,7 +400,7 @@ impl Group {
             } else {
                 Vec::new()
             },
-            skip_assignment: with_members,
+            skip_assignment: false,
         }
     }
 
@@ -416,13 +514,15 @@ impl Group {
                 for id in ids {
                     let result = self.sync_result(&id);
                     if let Some(m) = self.members.get_mut(&id) {
+                        // Its session was on hold while it waited: a fresh one starts now.
                         m.awaiting_sync = false;
+                        m.heartbeat_deadline = now + i64::from(m.session_timeout_ms);
                     }
                     effects.push(Effect::SyncDone { member_id: id, result });
                 }
             }
             Err(code) => {
-                self.reset_syncs(code, &mut effects);
+                self.reset_syncs(code, now, &mut effects);
                 self.prepare_rebalance(now, limits, &mut effects);
                 self.maybe_complete_join(now, limits, &mut effects);
             }

@@ -50,7 +50,7 @@ impl GroupCoordinator {
         let limits = self.config.limits;
         let outcome = self.with_group(group_id, !known_member, move |g, effects, parked| {
             let out = g.join(req, now_ms(), &limits, effects);
-            if let JoinOutcome::Parked { member_id } = &out {
+            if let JoinOutcome::Parked { member_id } | JoinOutcome::Store { member_id, .. } = &out {
                 if let Some(old) = parked.joins.insert((g.id.clone(), member_id.clone()), tx) {
                     let _ = old.send(JoinResult::error(REBALANCE_IN_PROGRESS, member_id));
                 }
@@ -62,6 +62,15 @@ impl GroupCoordinator {
             Ok(JoinOutcome::Parked { member_id }) => rx
                 .await
                 .unwrap_or_else(|_| JoinResult::error(NOT_COORDINATOR, &member_id)),
+            Ok(JoinOutcome::Store { member_id, rejoin }) => {
+                // The new member id must be in __consumer_offsets before the member uses it.
+                let stored = self.store_group(group_id).await;
+                let _ = self.with_group(group_id, false, |g, effects, _| {
+                    effects.extend(g.static_member_stored(&rejoin, stored, now_ms()));
+                });
+                rx.await
+                    .unwrap_or_else(|_| JoinResult::error(NOT_COORDINATOR, &member_id))
+            }
             Err(NO_GROUP) => JoinResult::error(UNKNOWN_MEMBER_ID, ""),
             Err(code) => JoinResult::error(code, ""),
         }

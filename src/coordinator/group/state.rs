@@ -70,6 +70,12 @@ pub struct Member {
 }
 
 impl Member {
+    /// Whether its session can end now (Kafka's `hasSatisfiedHeartbeat`): a member parked in
+    /// JoinGroup or SyncGroup is alive, unless it is new and never came back to join.
+    pub fn session_counts(&self) -> bool {
+        self.is_new || !(self.awaiting_join || self.awaiting_sync)
+    }
+
     pub fn metadata(&self, protocol: &str) -> Vec<u8> {
         self.protocols
             .iter()
@@ -338,7 +344,7 @@ impl Group {
     /// REBALANCE_IN_PROGRESS; an empty group waits `group.initial.rebalance.delay.ms` first.
     pub(super) fn prepare_rebalance(&mut self, now: i64, limits: &GroupLimits, effects: &mut Vec<Effect>) {
         if self.is(GroupState::CompletingRebalance) {
-            self.reset_syncs(errors::REBALANCE_IN_PROGRESS, effects);
+            self.reset_syncs(errors::REBALANCE_IN_PROGRESS, now, effects);
         }
         let timeout = self.max_rebalance_timeout();
         if self.is(GroupState::Empty) {
@@ -358,12 +364,14 @@ impl Group {
         self.transition(GroupState::PreparingRebalance, now);
     }
 
-    /// Fails every parked SyncGroup and clears assignments (Kafka's `resetAndPropagateAssignmentError`).
-    pub(super) fn reset_syncs(&mut self, error: i16, effects: &mut Vec<Effect>) {
+    /// Fails every parked SyncGroup and clears assignments (Kafka's `resetAndPropagateAssignmentError`);
+    /// the members answered start a new session.
+    pub(super) fn reset_syncs(&mut self, error: i16, now: i64, effects: &mut Vec<Effect>) {
         for m in self.members.values_mut() {
             m.assignment.clear();
             if m.awaiting_sync {
                 m.awaiting_sync = false;
+                m.heartbeat_deadline = now + i64::from(m.session_timeout_ms);
                 effects.push(Effect::SyncDone {
                     member_id: m.member_id.clone(),
                     result: SyncResult::error(error),
@@ -513,7 +521,7 @@ impl Group {
         let members = self
             .members
             .values()
-            .filter(|m| !m.awaiting_join || m.is_new)
+            .filter(|m| m.session_counts())
             .map(|m| m.heartbeat_deadline);
         let pending = self.pending_members.values().copied();
         [
@@ -533,11 +541,10 @@ impl Group {
     pub fn tick(&mut self, now: i64, limits: &GroupLimits) -> Vec<Effect> {
         let mut effects = Vec::new();
         self.pending_members.retain(|_, deadline| *deadline > now);
-        // A member parked in JoinGroup is alive (unless it is new and never came back).
         let expired: Vec<String> = self
             .members
             .values()
-            .filter(|m| now >= m.heartbeat_deadline && (!m.awaiting_join || m.is_new))
+            .filter(|m| now >= m.heartbeat_deadline && m.session_counts())
             .map(|m| m.member_id.clone())
             .collect();
         for id in expired {

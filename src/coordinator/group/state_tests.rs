@@ -198,48 +198,6 @@ fn leaving_rebalances_the_rest_and_the_last_one_out_leaves_an_empty_group_to_sto
 }
 
 #[test]
-fn a_static_member_that_restarts_takes_its_place_back_without_a_rebalance() {
-    let mut g = Group::new("g", 0);
-    let mut fx = Vec::new();
-    let mut req = join_req("", &["range"]);
-    req.group_instance_id = Some("i-1".into());
-    // Static members skip MEMBER_ID_REQUIRED.
-    let out = g.join(req.clone(), 0, &LIMITS, &mut fx);
-    let JoinOutcome::Parked { member_id: old } = out else {
-        panic!("{out:?}")
-    };
-    let mut other = join_req("", &["range"]);
-    other.group_instance_id = Some("i-2".into());
-    let JoinOutcome::Parked { member_id: leader } = g.join(other, 0, &LIMITS, &mut fx) else {
-        panic!()
-    };
-    g.tick(100, &LIMITS);
-    g.tick(200, &LIMITS);
-    let leader = g.leader.clone().unwrap_or(leader);
-    assert!(matches!(
-        g.sync(sync_req(&leader, 1, &[(&old, b"X")]), 200),
-        SyncOutcome::Store { .. }
-    ));
-    g.assignment_stored(1, Ok(()), 200, &LIMITS);
-    assert!(g.is(GroupState::Stable));
-    let rejoin_as = if leader == old { "i-2" } else { "i-1" };
-    let before = g.static_members[rejoin_as].clone();
-    let mut again = join_req("", &["range"]);
-    again.group_instance_id = Some(rejoin_as.into());
-    let out = g.join(again, 300, &LIMITS, &mut fx);
-    let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
-    assert_eq!((r.error, r.generation), (0, 1), "same generation, no rebalance");
-    assert_ne!(r.member_id, before);
-    assert!(g.is(GroupState::Stable));
-    // The old process is fenced.
-    assert_eq!(
-        g.heartbeat(&before, Some(rejoin_as), 1, 301),
-        errors::FENCED_INSTANCE_ID
-    );
-    assert_eq!(g.heartbeat(&r.member_id, Some(rejoin_as), 1, 301), 0);
-}
-
-#[test]
 fn requests_out_of_bounds_or_out_of_place_get_kafkas_errors() {
     let (mut g, ids) = stable_group(1);
     let mut fx = Vec::new();
@@ -357,4 +315,84 @@ fn a_new_member_waiting_in_a_slow_rebalance_is_not_expired_by_its_session() {
     );
     // Once in the generation, its own session applies.
     assert_eq!(g.members[&r.member_id].heartbeat_deadline, 5_000);
+}
+
+#[path = "static_member_tests.rs"]
+mod static_members;
+
+/// Two members through the first rebalance with `session_ms` sessions: (group, leader,
+/// follower, the time the join completed), in CompletingRebalance at generation 1.
+fn completing_group(session_ms: i32) -> (Group, String, String, i64) {
+    let mut g = Group::new("g", 0);
+    let mut fx = Vec::new();
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let mut req = join_req("", &["range"]);
+            req.session_timeout_ms = session_ms;
+            let JoinOutcome::Now(r) = g.join(req.clone(), 0, &LIMITS, &mut fx) else {
+                panic!("member id required")
+            };
+            req.member_id = r.member_id.clone();
+            assert!(matches!(g.join(req, 0, &LIMITS, &mut fx), JoinOutcome::Parked { .. }));
+            r.member_id
+        })
+        .collect();
+    let mut now = 0;
+    while !g.is(GroupState::CompletingRebalance) {
+        now += 100;
+        g.tick(now, &LIMITS);
+    }
+    let leader = g.leader.clone().expect("leader");
+    let follower = ids.into_iter().find(|m| *m != leader).expect("follower");
+    (g, leader, follower, now)
+}
+
+#[test]
+fn a_leader_that_joins_again_while_its_assignment_is_awaited_gets_the_members_again() {
+    let (mut g, leader, follower, now) = completing_group(10_000);
+    let out = g.join(join_req(&leader, &["range"]), now + 5, &LIMITS, &mut Vec::new());
+    let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
+    assert_eq!((r.error, r.generation, r.leader.as_str()), (0, 1, leader.as_str()));
+    assert_eq!(r.members.len(), 2, "the leader needs the members to assign");
+    assert!(!r.skip_assignment);
+    let out = g.join(join_req(&follower, &["range"]), now + 6, &LIMITS, &mut Vec::new());
+    let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
+    assert!(r.members.is_empty());
+    assert!(g.is(GroupState::CompletingRebalance), "no new rebalance");
+}
+
+#[test]
+fn a_member_parked_in_sync_group_outlives_its_session_while_the_leader_assigns() {
+    // Sessions (2 s) shorter than the rebalance timeout (5 s), as librdkafka's defaults are.
+    let (mut g, leader, follower, now) = completing_group(2_000);
+    assert_eq!(g.sync(sync_req(&follower, 1, &[]), now + 10), SyncOutcome::Parked);
+    for t in [1_000, 2_000, 3_000] {
+        assert_eq!(g.heartbeat(&leader, None, 1, now + t), 0);
+    }
+    let fx = g.tick(now + 3_500, &LIMITS);
+    assert!(fx.is_empty(), "{fx:?}");
+    assert!(
+        g.members.contains_key(&follower),
+        "Kafka: awaiting sync satisfies the heartbeat"
+    );
+    assert!(g.is(GroupState::CompletingRebalance));
+    let out = g.sync(sync_req(&leader, 1, &[(&leader, b"L"), (&follower, b"F")]), now + 3_600);
+    assert_eq!(out, SyncOutcome::Store { generation: 1 });
+    let fx = g.assignment_stored(1, Ok(()), now + 3_700, &LIMITS);
+    assert!(fx.contains(&Effect::SyncDone {
+        member_id: follower.clone(),
+        result: SyncResult {
+            error: 0,
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            assignment: b"F".to_vec(),
+        },
+    }));
+    // Answered, it has a fresh session, which counts again.
+    assert!(g.tick(now + 3_701, &LIMITS).is_empty());
+    assert!(g.members.contains_key(&follower));
+    assert_eq!(g.heartbeat(&leader, None, 1, now + 5_000), 0);
+    g.tick(now + 3_700 + 2_000, &LIMITS);
+    assert!(!g.members.contains_key(&follower), "silent since its sync");
+    assert!(g.is(GroupState::PreparingRebalance));
 }
