@@ -249,6 +249,48 @@ async fn a_broker_restarted_right_after_kill_9_waits_for_its_old_session_and_an_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_waits_for_the_first_update_metadata_instead_of_answering_no_controller() {
+    use kafka_protocol::messages::MetadataRequest;
+    use kastle::zk::models::{ControllerZNode, ZNodePayload};
+    use kastle::zk::store::CreateMode;
+    // A /controller held by a broker that does not exist: broker 1 registers and serves, but no
+    // controller tells it the cluster until the test lets go of /controller.
+    let zk = zookeeper();
+    let chroot = unique_chroot("warmup");
+    let session = zk.session(&chroot).await;
+    let fake = ControllerZNode {
+        version: 1,
+        brokerid: BrokerId(99),
+        timestamp: 0,
+        kraft_controller_epoch: None,
+    };
+    session
+        .create("/controller", &fake.encode(), CreateMode::Persistent)
+        .await
+        .expect("fake controller");
+    let _broker = BrokerProcess::start(&BrokerSpec::new(1, &zk.connect(&chroot)).session_timeout_ms(6000));
+    wait_until(SECONDS_10, "broker 1 registered", || async {
+        registration_czxid(&session, 1).await.is_some()
+    })
+    .await;
+    let mut wire = common::wire::Wire::connect(&common::bootstrap_of(&session, 1).await).await;
+    let mut answer =
+        tokio::spawn(async move { wire.send(&MetadataRequest::default().with_topics(None), 12).await });
+    // Answered now, it could only say "no brokers, controller -1" (what made librdkafka's
+    // AdminClient give up waiting for a controller).
+    let early = tokio::time::timeout(Duration::from_millis(700), &mut answer).await;
+    assert!(early.is_err(), "answered before the broker knew the cluster: {early:?}");
+    session.delete("/controller", None).await.expect("release /controller");
+    let response = tokio::time::timeout(SECONDS_10, answer)
+        .await
+        .expect("answered once the controller spoke")
+        .expect("join");
+    assert_eq!(response.controller_id.0, 1);
+    assert_eq!(response.brokers.iter().map(|b| b.node_id.0).collect::<Vec<_>>(), [1]);
+    session.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_dir_of_another_cluster_stops_start_up_with_the_dir_and_ids() {
     let zk = zookeeper();
     let chroot = unique_chroot("othercluster");

@@ -2,7 +2,8 @@
 //! `lowercaseOutputName: true`) names Kafka's MBeans, so existing dashboards find them:
 //! gauges `kafka.controller:type=KafkaController,name=X` → `kafka_controller_kafkacontroller_x`;
 //! timers → a summary `kafka_controller_controllerstats_leaderelectionrateandtimems` (quantiles
-//! plus `_count`); meters `…PerSec` → counters `…_total` with `PerSec` dropped.
+//! plus `_count`); meters `…PerSec` → counters `…_total` with `PerSec` dropped. kastle's own
+//! additions are prefixed `kastle_` (`kastle_controller_election_attempts_total`).
 //!
 //! This module owns the names and how values are derived from the controller's context; it
 //! must not decide anything.
