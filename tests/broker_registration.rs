@@ -221,7 +221,11 @@ async fn a_broker_restarted_right_after_kill_9_waits_for_its_old_session_and_an_
     let old = registration_czxid(&session, 4).await.expect("registered");
     broker.signal("KILL");
     broker.wait_exit(SECONDS_10).await;
-    assert_eq!(registration_czxid(&session, 4).await, Some(old), "the dead session still holds the id");
+    assert_eq!(
+        registration_czxid(&session, 4).await,
+        Some(old),
+        "the dead session still holds the id"
+    );
 
     // Same id, other endpoint (any free port): another broker, refused without waiting.
     let started = std::time::Instant::now();
@@ -232,7 +236,10 @@ async fn a_broker_restarted_right_after_kill_9_waits_for_its_old_session_and_an_
     assert!(!status.success(), "{stderr}");
     assert!(stderr.contains("broker.id 4 is already registered"), "{stderr}");
     assert!(!stderr.contains("waiting for that session to expire"), "{stderr}");
-    assert!(started.elapsed() < Duration::from_secs(6), "refused at once, not after the session timeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "refused at once, not after the session timeout"
+    );
 
     common::wait_until_else(
         Duration::from_secs(25),
@@ -274,8 +281,7 @@ async fn metadata_waits_for_the_first_update_metadata_instead_of_answering_no_co
     })
     .await;
     let mut wire = common::wire::Wire::connect(&common::bootstrap_of(&session, 1).await).await;
-    let mut answer =
-        tokio::spawn(async move { wire.send(&MetadataRequest::default().with_topics(None), 12).await });
+    let mut answer = tokio::spawn(async move { wire.send(&MetadataRequest::default().with_topics(None), 12).await });
     // Answered now, it could only say "no brokers, controller -1" (what made librdkafka's
     // AdminClient give up waiting for a controller).
     let early = tokio::time::timeout(Duration::from_millis(700), &mut answer).await;

@@ -138,10 +138,16 @@ fn a_broker_with_listeners_it_cannot_secure_refuses_to_start_naming_them() {
     );
     let (code, _, err) = kastle(&["broker", "--config", &file], &[]);
     assert_eq!(code, 2, "{err}");
-    for (name, proto) in [("SSL", "SSL"), ("SASL_PLAINTEXT", "SASL_PLAINTEXT"), ("INTERNAL", "SSL")] {
+    for (name, proto) in [
+        ("SSL", "SSL"),
+        ("SASL_PLAINTEXT", "SASL_PLAINTEXT"),
+        ("INTERNAL", "SSL"),
+    ] {
         assert!(
             err.contains(&format!("listener \"{name}\" ({name}://127.0.0.1:0"))
-                && err.contains(&format!("{name}://127.0.0.1:0, in {file}) with security protocol {proto}")),
+                && err.contains(&format!(
+                    "{name}://127.0.0.1:0, in {file}) with security protocol {proto}"
+                )),
             "{name}/{proto} not named in: {err}"
         );
     }

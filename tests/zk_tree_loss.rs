@@ -1,6 +1,8 @@
-//! A ZooKeeper tree wiped under running brokers (`deleteall /chroot` in zkCli): the brokers
-//! must not spin on controller elections against the missing paths. They back off, and each
-//! logs one clear error naming the missing tree.
+//! A ZooKeeper tree wiped under running brokers (the chroot's children deleted, as
+//! `deleteall` on each of them in zkCli): the brokers must not spin on controller elections
+//! against the missing paths. They back off, and each logs one clear error naming the missing
+//! tree. (With the chroot itself deleted, elections fail at once on `/controller_epoch` and
+//! never looped; the children-only case is the one that did: ~120 elections/s per broker.)
 
 mod common;
 
@@ -107,7 +109,12 @@ async fn a_wiped_chroot_does_not_make_the_brokers_spin_on_elections() {
             tail(&stderr)
         );
         let clear = stderr.lines().filter(|l| l.contains("ZooKeeper tree")).count();
-        assert!(clear >= 1 && clear <= 3, "broker {}: {clear} lines about the missing tree:\n{}", i + 1, tail(&stderr));
+        assert!(
+            (1..=3).contains(&clear),
+            "broker {}: {clear} lines about the missing tree:\n{}",
+            i + 1,
+            tail(&stderr)
+        );
         assert!(!b.has_exited(), "broker {} exited:\n{}", i + 1, tail(&stderr));
     }
     root.close().await;

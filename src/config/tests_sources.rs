@@ -165,7 +165,10 @@ metrics.listener: "127.0.0.1:9404"
     assert_eq!(c.zookeeper_connect(), "zk1:2181,zk2:2181/kafka");
     assert_eq!(c.log_dirs(), vec![PathBuf::from("/data/a"), PathBuf::from("/data/b")]);
     assert_eq!(c.advertised_listeners()[1].to_string(), "EXTERNAL://localhost:19092");
-    assert_eq!(c.advertised_listeners()[1].security_protocol, SecurityProtocol::Plaintext);
+    assert_eq!(
+        c.advertised_listeners()[1].security_protocol,
+        SecurityProtocol::Plaintext
+    );
     assert_eq!(c.listeners()[0].host, "0.0.0.0");
     assert_eq!(c.inter_broker_listener_name(), "INTERNAL");
     assert_eq!(c.get_f64("log.cleaner.min.cleanable.ratio"), Some(0.25));

@@ -75,7 +75,10 @@ fn advertised_hosts_must_not_be_0_0_0_0_even_when_inherited_from_listeners() {
 
 #[test]
 fn the_inter_broker_listener_must_be_advertised() {
-    let map = ("listener.security.protocol.map", "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT");
+    let map = (
+        "listener.security.protocol.map",
+        "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+    );
     let listeners = ("listeners", "INTERNAL://:9092,EXTERNAL://:9093");
     // Default: the listener named after security.inter.broker.protocol (PLAINTEXT) — absent.
     let e = err_text(pairs(&[map, listeners]));
@@ -113,21 +116,31 @@ fn listeners_of_a_protocol_kastle_cannot_serve_are_refused_by_name() {
         "listeners",
         "PLAINTEXT://:9092,SSL://:9093,SASL_PLAINTEXT://:9094,SASL_SSL://:9095",
     )]));
-    for (name, proto) in [("SSL", "SSL"), ("SASL_PLAINTEXT", "SASL_PLAINTEXT"), ("SASL_SSL", "SASL_SSL")] {
+    for (name, proto) in [
+        ("SSL", "SSL"),
+        ("SASL_PLAINTEXT", "SASL_PLAINTEXT"),
+        ("SASL_SSL", "SASL_SSL"),
+    ] {
         assert!(
             e.contains(&format!("listener \"{name}\" ({name}://:909")) && e.contains(&format!("protocol {proto}")),
             "{name}: {e}"
         );
     }
     assert!(!e.contains("listener \"PLAINTEXT\""), "{e}");
-    assert!(e.contains("no TLS or SASL") && e.contains("unauthenticated plaintext"), "{e}");
+    assert!(
+        e.contains("no TLS or SASL") && e.contains("unauthenticated plaintext"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_listener_name_mapped_to_an_unserved_protocol_is_refused_naming_the_map() {
     let e = err_text(pairs(&[
         ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
-        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL"),
+        (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
+        ),
     ]));
     assert!(
         e.contains("listener \"INTERNAL\" (INTERNAL://:9093, from --override) with security protocol SASL_SSL")

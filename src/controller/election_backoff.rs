@@ -158,7 +158,6 @@ impl Controller {
         }
         result
     }
-
 }
 
 #[cfg(test)]
@@ -177,7 +176,11 @@ mod tests {
             let Attempt::ScheduleAt(at) = b.on_request(now) else {
                 panic!("a request right after a failure waits");
             };
-            assert_eq!(b.on_request(now), Attempt::AlreadyScheduled, "one scheduled retry at a time");
+            assert_eq!(
+                b.on_request(now),
+                Attempt::AlreadyScheduled,
+                "one scheduled retry at a time"
+            );
             pauses.push(at - now);
             now = at;
             assert_eq!(b.on_request(now), Attempt::Now);
@@ -203,8 +206,14 @@ mod tests {
     fn only_missing_persistent_paths_count_as_a_missing_tree() {
         let no_node = |p: &str| ControllerZkError::Zk(ZkError::NoNode { path: p.into() });
         assert_eq!(missing_tree_path(&no_node("/brokers/ids")), Some("/brokers/ids"));
-        assert_eq!(missing_tree_path(&no_node("/controller_epoch")), Some("/controller_epoch"));
-        assert_eq!(missing_tree_path(&no_node("/brokers/topics/t/partitions/0/state")), None);
+        assert_eq!(
+            missing_tree_path(&no_node("/controller_epoch")),
+            Some("/controller_epoch")
+        );
+        assert_eq!(
+            missing_tree_path(&no_node("/brokers/topics/t/partitions/0/state")),
+            None
+        );
         assert_eq!(missing_tree_path(&ControllerZkError::ControllerMoved), None);
     }
 }

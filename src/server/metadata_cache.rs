@@ -220,7 +220,10 @@ mod tests {
         });
         assert!(cache.wait_initialized(std::time::Duration::from_secs(10)).await);
         assert_eq!(cache.controller_id(), Some(BrokerId(2)));
-        assert!(cache.wait_initialized(std::time::Duration::ZERO).await, "no wait once initialized");
+        assert!(
+            cache.wait_initialized(std::time::Duration::ZERO).await,
+            "no wait once initialized"
+        );
     }
 
     #[test]

@@ -79,7 +79,9 @@ impl Registrar {
                 other => return other,
             };
             let KafkaZkError::BrokerIdInUse {
-                existing, owner_session, ..
+                existing,
+                owner_session,
+                ..
             } = &err
             else {
                 return Err(err);
@@ -226,7 +228,10 @@ mod tests {
         let ours = reg(&[("A", "h", 1), ("B", "h", 2)], Some("r1"));
         let mut existing = reg(&[("B", "h", 2), ("A", "h", 1)], Some("r1"));
         existing.timestamp = 12345;
-        assert_eq!(on_taken_id(Some(&existing), &ours, now, deadline), TakenId::WaitForExpiry);
+        assert_eq!(
+            on_taken_id(Some(&existing), &ours, now, deadline),
+            TakenId::WaitForExpiry
+        );
         assert_eq!(on_taken_id(Some(&existing), &ours, deadline, deadline), TakenId::Refuse);
     }
 
@@ -241,7 +246,11 @@ mod tests {
             reg(&[("PLAINTEXT", "h", 9092), ("X", "h", 9094)], None),
             reg(&[("PLAINTEXT", "h", 9092)], Some("r1")),
         ] {
-            assert_eq!(on_taken_id(Some(&other), &ours, now, deadline), TakenId::Refuse, "{other:?}");
+            assert_eq!(
+                on_taken_id(Some(&other), &ours, now, deadline),
+                TakenId::Refuse,
+                "{other:?}"
+            );
         }
         assert_eq!(on_taken_id(None, &ours, now, deadline), TakenId::Refuse);
     }
