@@ -1,7 +1,8 @@
 //! Brokers register in ZooKeeper the way Kafka brokers do: ephemeral v5 JSON under
 //! `/brokers/ids`, readable with the real zkCli, gone at once on SIGTERM and after the session
 //! timeout on kill -9, re-registered with a new epoch after a session expiry, and refused when
-//! the id is taken or the log dir belongs to another cluster.
+//! the id is taken or the log dir belongs to another cluster. A broker restarted right after
+//! kill -9 waits for its dead self's session to expire instead of failing.
 
 mod common;
 
@@ -200,6 +201,98 @@ async fn a_second_broker_with_the_same_id_exits_naming_the_id() {
     assert!(!status.success());
     let stderr = second.stderr();
     assert!(stderr.contains("broker.id 7 is already registered"), "{stderr}");
+    session.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_restarted_right_after_kill_9_waits_for_its_old_session_and_an_impostor_is_refused() {
+    let zk = zookeeper();
+    let chroot = unique_chroot("restart9");
+    // A fixed port, so the restarted broker advertises the endpoint its dead self registered.
+    let spec = BrokerSpec::new(4, &zk.connect(&chroot))
+        .session_timeout_ms(6000)
+        .port(common::zookeeper::free_port());
+    let mut broker = BrokerProcess::start(&spec);
+    let session = zk.session(&chroot).await;
+    wait_until(SECONDS_10, "broker 4 registered", || async {
+        registration_czxid(&session, 4).await.is_some()
+    })
+    .await;
+    let old = registration_czxid(&session, 4).await.expect("registered");
+    broker.signal("KILL");
+    broker.wait_exit(SECONDS_10).await;
+    assert_eq!(
+        registration_czxid(&session, 4).await,
+        Some(old),
+        "the dead session still holds the id"
+    );
+
+    // Same id, other endpoint (any free port): another broker, refused without waiting.
+    let started = std::time::Instant::now();
+    let mut impostor = BrokerProcess::start(&BrokerSpec::new(4, &zk.connect(&chroot)).session_timeout_ms(6000));
+    let broker = broker.restart(&spec);
+    let status = impostor.wait_exit(Duration::from_secs(20)).await;
+    let stderr = impostor.stderr();
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("broker.id 4 is already registered"), "{stderr}");
+    assert!(!stderr.contains("waiting for that session to expire"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "refused at once, not after the session timeout"
+    );
+
+    common::wait_until_else(
+        Duration::from_secs(25),
+        "the restarted broker 4 to register once its old session expired",
+        || async { registration_czxid(&session, 4).await.is_some_and(|czxid| czxid > old) },
+        || broker.stderr(),
+    )
+    .await;
+    let stderr = broker.stderr();
+    assert!(stderr.contains("waiting for that session to expire"), "{stderr}");
+    let metadata = common::cluster::metadata(&session, 4).await;
+    assert_eq!(metadata.brokers.iter().map(|b| b.node_id.0).collect::<Vec<_>>(), [4]);
+    session.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_waits_for_the_first_update_metadata_instead_of_answering_no_controller() {
+    use kafka_protocol::messages::MetadataRequest;
+    use kastle::zk::models::{ControllerZNode, ZNodePayload};
+    use kastle::zk::store::CreateMode;
+    // A /controller held by a broker that does not exist: broker 1 registers and serves, but no
+    // controller tells it the cluster until the test lets go of /controller.
+    let zk = zookeeper();
+    let chroot = unique_chroot("warmup");
+    let session = zk.session(&chroot).await;
+    let fake = ControllerZNode {
+        version: 1,
+        brokerid: BrokerId(99),
+        timestamp: 0,
+        kraft_controller_epoch: None,
+    };
+    session
+        .create("/controller", &fake.encode(), CreateMode::Persistent)
+        .await
+        .expect("fake controller");
+    let _broker = BrokerProcess::start(&BrokerSpec::new(1, &zk.connect(&chroot)).session_timeout_ms(6000));
+    wait_until(SECONDS_10, "broker 1 registered", || async {
+        registration_czxid(&session, 1).await.is_some()
+    })
+    .await;
+    let mut wire = common::wire::Wire::connect(&common::bootstrap_of(&session, 1).await).await;
+    let mut answer = tokio::spawn(async move { wire.send(&MetadataRequest::default().with_topics(None), 12).await });
+    // Answered now, it could only say "no brokers, controller -1" (what made librdkafka's
+    // AdminClient give up waiting for a controller).
+    let early = tokio::time::timeout(Duration::from_millis(700), &mut answer).await;
+    assert!(early.is_err(), "answered before the broker knew the cluster: {early:?}");
+    session.delete("/controller", None).await.expect("release /controller");
+    let response = tokio::time::timeout(SECONDS_10, answer)
+        .await
+        .expect("answered once the controller spoke")
+        .expect("join");
+    assert_eq!(response.controller_id.0, 1);
+    assert_eq!(response.brokers.iter().map(|b| b.node_id.0).collect::<Vec<_>>(), [1]);
     session.close().await;
 }
 

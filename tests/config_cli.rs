@@ -117,3 +117,42 @@ fn the_shipped_quickstart_configs_are_valid() {
         assert!(line_for(&out, "listeners").contains(&format!("909{}", id + 1)), "{out}");
     }
 }
+
+#[test]
+fn a_broker_with_listeners_it_cannot_secure_refuses_to_start_naming_them() {
+    // kastle has no TLS or SASL: these listeners would serve unauthenticated plaintext, so the
+    // broker must not start (and must say which listener and protocol are the problem). The
+    // ZooKeeper address is never contacted: the config is refused first.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let logs = dir.path().join("logs");
+    let file = write(
+        dir.path(),
+        "b.yaml",
+        &format!(
+            "broker.id: 1\nzookeeper.connect: \"127.0.0.1:1/k\"\nlog.dirs: \"{}\"\n\
+             listeners: PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0\n\
+             advertised.listeners: PLAINTEXT://127.0.0.1:0\n\
+             listener.security.protocol.map: PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SSL\n",
+            logs.display()
+        ),
+    );
+    let (code, _, err) = kastle(&["broker", "--config", &file], &[]);
+    assert_eq!(code, 2, "{err}");
+    for (name, proto) in [
+        ("SSL", "SSL"),
+        ("SASL_PLAINTEXT", "SASL_PLAINTEXT"),
+        ("INTERNAL", "SSL"),
+    ] {
+        assert!(
+            err.contains(&format!("listener \"{name}\" ({name}://127.0.0.1:0"))
+                && err.contains(&format!(
+                    "{name}://127.0.0.1:0, in {file}) with security protocol {proto}"
+                )),
+            "{name}/{proto} not named in: {err}"
+        );
+    }
+    assert!(err.contains("mapped by listener.security.protocol.map"), "{err}");
+    assert!(!logs.exists(), "nothing was started: {err}");
+    let (code, _, err) = kastle(&["config", "check", &file], &[]);
+    assert_eq!(code, 2, "config check refuses it too: {err}");
+}

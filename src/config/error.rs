@@ -51,6 +51,21 @@ pub enum ConfigError {
         detail: String,
     },
 
+    /// Listeners (or the inter-broker protocol) whose security protocol kastle cannot serve:
+    /// kastle has no TLS or SASL, and refuses to start rather than serve such a listener as
+    /// unauthenticated plaintext.
+    #[error(
+        "kastle cannot serve {}: it has no TLS or SASL support yet, and refuses to start rather \
+         than serve such a listener as unauthenticated plaintext; use PLAINTEXT listeners (on a \
+         trusted network only) or remove these",
+        .listeners.join("; ")
+    )]
+    UnservedProtocol {
+        /// One phrase per offending listener, e.g. `listener "INTERNAL" (INTERNAL://:9093, from
+        /// --override) with security protocol SSL (mapped by listener.security.protocol.map, ...)`.
+        listeners: Vec<String>,
+    },
+
     /// A required key with no default was not set anywhere.
     #[error(
         "missing required config \"{key}\": set it in the config file, with \

@@ -152,7 +152,7 @@ log.dirs:
   - /data/b
 listeners: INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:19092
 advertised.listeners: [INTERNAL://kafka1:9092, EXTERNAL://localhost:19092]
-listener.security.protocol.map: {INTERNAL: PLAINTEXT, EXTERNAL: SASL_SSL}
+listener.security.protocol.map: {INTERNAL: PLAINTEXT, EXTERNAL: PLAINTEXT}
 inter.broker.listener.name: INTERNAL
 log.cleaner.min.cleanable.ratio: 0.25
 delete.topic.enable: false
@@ -165,7 +165,10 @@ metrics.listener: "127.0.0.1:9404"
     assert_eq!(c.zookeeper_connect(), "zk1:2181,zk2:2181/kafka");
     assert_eq!(c.log_dirs(), vec![PathBuf::from("/data/a"), PathBuf::from("/data/b")]);
     assert_eq!(c.advertised_listeners()[1].to_string(), "EXTERNAL://localhost:19092");
-    assert_eq!(c.advertised_listeners()[1].security_protocol, SecurityProtocol::SaslSsl);
+    assert_eq!(
+        c.advertised_listeners()[1].security_protocol,
+        SecurityProtocol::Plaintext
+    );
     assert_eq!(c.listeners()[0].host, "0.0.0.0");
     assert_eq!(c.inter_broker_listener_name(), "INTERNAL");
     assert_eq!(c.get_f64("log.cleaner.min.cleanable.ratio"), Some(0.25));

@@ -75,7 +75,10 @@ fn advertised_hosts_must_not_be_0_0_0_0_even_when_inherited_from_listeners() {
 
 #[test]
 fn the_inter_broker_listener_must_be_advertised() {
-    let map = ("listener.security.protocol.map", "INTERNAL:PLAINTEXT,EXTERNAL:SSL");
+    let map = (
+        "listener.security.protocol.map",
+        "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+    );
     let listeners = ("listeners", "INTERNAL://:9092,EXTERNAL://:9093");
     // Default: the listener named after security.inter.broker.protocol (PLAINTEXT) — absent.
     let e = err_text(pairs(&[map, listeners]));
@@ -97,12 +100,88 @@ fn the_inter_broker_listener_must_be_advertised() {
     );
     let e = err_text(pairs(&[map, listeners, ("inter.broker.listener.name", "OTHER")]));
     assert!(e.contains("\"OTHER\" is not in listener.security.protocol.map"), "{e}");
+    // security.inter.broker.protocol picks the listener *named* after it.
     let c = pairs(&[
-        ("listeners", "PLAINTEXT://:9092,SSL://:9093"),
-        ("security.inter.broker.protocol", "SSL"),
+        ("listeners", "PLAINTEXT://:9092,OTHER://:9093"),
+        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"),
+        ("security.inter.broker.protocol", "PLAINTEXT"),
     ])
     .expect("valid");
-    assert_eq!(c.inter_broker_listener_name(), "SSL");
+    assert_eq!(c.inter_broker_listener_name(), "PLAINTEXT");
+}
+
+#[test]
+fn listeners_of_a_protocol_kastle_cannot_serve_are_refused_by_name() {
+    let e = err_text(pairs(&[(
+        "listeners",
+        "PLAINTEXT://:9092,SSL://:9093,SASL_PLAINTEXT://:9094,SASL_SSL://:9095",
+    )]));
+    for (name, proto) in [
+        ("SSL", "SSL"),
+        ("SASL_PLAINTEXT", "SASL_PLAINTEXT"),
+        ("SASL_SSL", "SASL_SSL"),
+    ] {
+        assert!(
+            e.contains(&format!("listener \"{name}\" ({name}://:909")) && e.contains(&format!("protocol {proto}")),
+            "{name}: {e}"
+        );
+    }
+    assert!(!e.contains("listener \"PLAINTEXT\""), "{e}");
+    assert!(
+        e.contains("no TLS or SASL") && e.contains("unauthenticated plaintext"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_listener_name_mapped_to_an_unserved_protocol_is_refused_naming_the_map() {
+    let e = err_text(pairs(&[
+        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
+        (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
+        ),
+    ]));
+    assert!(
+        e.contains("listener \"INTERNAL\" (INTERNAL://:9093, from --override) with security protocol SASL_SSL")
+            && e.contains("mapped by listener.security.protocol.map, from --override"),
+        "{e}"
+    );
+    // The inter-broker listener is a listener: refused the same way.
+    let e = err_text(pairs(&[
+        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
+        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:SSL"),
+        ("inter.broker.listener.name", "INTERNAL"),
+    ]));
+    assert!(e.contains("listener \"INTERNAL\"") && e.contains("protocol SSL"), "{e}");
+}
+
+#[test]
+fn an_unserved_security_inter_broker_protocol_is_refused() {
+    // The listener named SSL is mapped to PLAINTEXT, but the operator asked for SSL between
+    // brokers: refuse rather than talk plaintext.
+    let e = err_text(pairs(&[
+        ("listeners", "PLAINTEXT://:9092,SSL://:9093"),
+        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:PLAINTEXT"),
+        ("security.inter.broker.protocol", "SSL"),
+    ]));
+    assert!(
+        e.contains("inter-broker listener with security protocol SSL (set by security.inter.broker.protocol"),
+        "{e}"
+    );
+}
+
+#[test]
+fn only_plaintext_is_served() {
+    use crate::config::SecurityProtocol;
+    let all = [
+        SecurityProtocol::Plaintext,
+        SecurityProtocol::Ssl,
+        SecurityProtocol::SaslPlaintext,
+        SecurityProtocol::SaslSsl,
+    ];
+    let served: Vec<_> = all.into_iter().filter(|p| p.is_served()).collect();
+    assert_eq!(served, [SecurityProtocol::Plaintext]);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! `KafkaConfig`, enforcing what Kafka 3.9's `KafkaConfig.validateValues` enforces in ZK mode —
 //! required `zookeeper.connect`, broker id range, at least one log dir, listener names mapped to
 //! protocols, advertised ⊆ listeners, no advertised 0.0.0.0, one inter-broker listener setting,
-//! inter-broker and control-plane listeners advertised, replica fetch timing, offset commit acks.
+//! inter-broker and control-plane listeners advertised, replica fetch timing, offset commit acks —
+//! plus kastle's own: every listener's security protocol is one kastle serves (PLAINTEXT only).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -121,6 +122,7 @@ pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
     let protocol_map =
         parse_protocol_map(v.opt_list(MAP_KEY).unwrap_or(&[])).map_err(|expected| v.invalid(MAP_KEY, expected))?;
     let listeners = endpoints(&v, "listeners", &protocol_map, true)?;
+    check_served(&v, &listeners)?;
     let advertised_key = if v.opt_list("advertised.listeners").is_some() {
         "advertised.listeners"
     } else {
@@ -217,6 +219,37 @@ fn endpoints(
     })
 }
 
+/// Every listener's protocol must be one kastle serves (`SecurityProtocol::is_served`). Advertised
+/// listeners and the inter-broker listener are listeners by name, so this covers them too;
+/// `security.inter.broker.protocol`, when set explicitly, is checked in `inter_broker_listener`.
+fn check_served(v: &View, listeners: &[EndPoint]) -> Result<(), ConfigError> {
+    let unserved: Vec<String> = listeners
+        .iter()
+        .filter(|e| !e.security_protocol.is_served())
+        .map(|ep| {
+            // A listener named after its protocol (`SSL://...`) gets it from the default map;
+            // say where the protocol came from when a map entry decided it.
+            let mapped = ep.listener_name != ep.security_protocol.name() || v.explicit(MAP_KEY);
+            let via = if mapped {
+                format!(" (mapped by {MAP_KEY}, {})", v.origin(MAP_KEY).phrase())
+            } else {
+                String::new()
+            };
+            format!(
+                "listener \"{}\" ({ep}, {}) with security protocol {}{via}",
+                ep.listener_name,
+                v.origin("listeners").phrase(),
+                ep.security_protocol
+            )
+        })
+        .collect();
+    if unserved.is_empty() {
+        Ok(())
+    } else {
+        Err(ConfigError::UnservedProtocol { listeners: unserved })
+    }
+}
+
 fn names(eps: &[EndPoint]) -> String {
     eps.iter()
         .map(|e| e.listener_name.as_str())
@@ -286,7 +319,17 @@ fn inter_broker_listener(
             }
             (IBL_KEY, name)
         }
-        None => (IBP_KEY, v.str(IBP_KEY)?.to_string()),
+        None => {
+            let name = v.str(IBP_KEY)?.to_string();
+            if let Some(p) = name.parse::<SecurityProtocol>().ok().filter(|p| !p.is_served()) {
+                let line = format!(
+                    "the inter-broker listener with security protocol {p} (set by {IBP_KEY}, {})",
+                    v.origin(IBP_KEY).phrase()
+                );
+                return Err(ConfigError::UnservedProtocol { listeners: vec![line] });
+            }
+            (IBP_KEY, name)
+        }
     };
     if !advertised.iter().any(|e| e.listener_name == name) {
         let (origin, hint) = if key == IBP_KEY {

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::channel::{Answer, ControlRequest, ControllerChannel};
 use super::decisions;
+use super::election_backoff::{missing_tree_path, ElectionBackoff};
 use super::event_manager::{self, Event, EventQueue, Reply, Trigger, ZNodeWatches};
 use super::partition_state::PartitionState;
 use super::replica_changes;
@@ -141,6 +142,10 @@ pub(super) struct Controller {
     /// Its own queue, for watches and callbacks that report back (offline replicas).
     pub(super) events: EventQueue,
     state: watch::Sender<Option<ControllerEpoch>>,
+    /// Spaces this broker's election attempts after failed ones.
+    pub(super) backoff: ElectionBackoff,
+    /// The missing ZooKeeper tree was reported (once, until a failover succeeds again).
+    pub(super) tree_missing_logged: bool,
 }
 
 /// Starts the controller module of this broker.
@@ -214,6 +219,8 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
         active: None,
         state,
         events: queue.clone(),
+        backoff: ElectionBackoff::default(),
+        tree_missing_logged: false,
     };
     tokio::spawn(async move {
         loop {
@@ -237,7 +244,7 @@ pub(super) const STALE_BROKER_EPOCH: i16 = 77;
 impl Controller {
     async fn process(&mut self, event: Event) {
         let result = match event {
-            Event::Startup | Event::ControllerChange | Event::SessionEstablished => self.maybe_elect().await,
+            Event::Startup | Event::ControllerChange | Event::SessionEstablished => self.elect_with_backoff().await,
             Event::SessionEnded => {
                 self.resign("ZooKeeper session ended");
                 Ok(())
@@ -339,7 +346,7 @@ impl Controller {
         }
     }
 
-    async fn maybe_elect(&mut self) -> Result<(), ControllerZkError> {
+    pub(super) async fn maybe_elect(&mut self) -> Result<(), ControllerZkError> {
         let current = zk_ops::active_controller(&self.zk).await?;
         if current.is_some_and(|c| c != self.config.broker_id) {
             self.resign("another broker is the controller");
@@ -353,6 +360,7 @@ impl Controller {
             let _ = self.zk.delete(paths::CONTROLLER, None).await;
             return Ok(());
         }
+        stats::election_attempt();
         let Some((epoch, epoch_version)) = zk_ops::elect(&self.zk, self.config.broker_id).await? else {
             return Ok(());
         };
@@ -382,7 +390,9 @@ impl Controller {
             watches: ZNodeWatches::default(),
         });
         if let Err(e) = self.on_failover().await {
-            tracing::error!(error = %e, "controller failover failed; moving the controller");
+            if missing_tree_path(&e).is_none() {
+                tracing::error!(error = %e, "controller failover failed; moving the controller");
+            }
             self.resign("failover failed");
             let _ = self.zk.delete(paths::CONTROLLER, None).await;
             return Err(e);

@@ -3,6 +3,7 @@
 //! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata / StopReplica to brokers.
 //!
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
+//! [`election_backoff`] spaces failed elections and recognises a deleted ZooKeeper tree;
 //! `event_manager` the event queue and the watches that feed it; `operations` the
 //! operator-facing work (controlled shutdown, leader elections, log-dir failures,
 //! CreatePartitions); `topic_deletion` deleting topics; `modifications` in-place edits of topic
@@ -19,6 +20,7 @@ pub mod channel;
 pub mod controller;
 pub mod decisions;
 pub mod election;
+pub mod election_backoff;
 mod event_manager;
 pub mod modifications;
 mod notifications;

@@ -2,7 +2,8 @@
 //! `lowercaseOutputName: true`) names Kafka's MBeans, so existing dashboards find them:
 //! gauges `kafka.controller:type=KafkaController,name=X` → `kafka_controller_kafkacontroller_x`;
 //! timers → a summary `kafka_controller_controllerstats_leaderelectionrateandtimems` (quantiles
-//! plus `_count`); meters `…PerSec` → counters `…_total` with `PerSec` dropped.
+//! plus `_count`); meters `…PerSec` → counters `…_total` with `PerSec` dropped. kastle's own
+//! additions are prefixed `kastle_` (`kastle_controller_election_attempts_total`).
 //!
 //! This module owns the names and how values are derived from the controller's context; it
 //! must not decide anything.
@@ -21,6 +22,9 @@ pub const EVENT_QUEUE_SIZE: &str = "kafka_controller_controllereventmanager_even
 /// `kafka.controller:type=ControllerEventManager,name=EventQueueTimeMs`.
 pub const EVENT_QUEUE_TIME_MS: &str = "kafka_controller_controllereventmanager_eventqueuetimems";
 
+/// kastle's own: attempts to become the controller (each a try to create `/controller`).
+pub const ELECTION_ATTEMPTS: &str = "kastle_controller_election_attempts_total";
+
 /// Registers the timers and meters so they are exported (with count 0) before anything happens,
 /// as Kafka's MBeans exist from start-up.
 pub fn register() {
@@ -31,6 +35,12 @@ pub fn register() {
     metrics::counter!(super::state_changes::ILLEGAL_STATE_CHANGES).increment(0);
     metrics::counter!(super::replica_changes::ILLEGAL_REPLICA_STATE_CHANGES).increment(0);
     metrics::gauge!(EVENT_QUEUE_SIZE).increment(0.0);
+    metrics::counter!(ELECTION_ATTEMPTS).increment(0);
+}
+
+/// This broker tried to become the controller.
+pub fn election_attempt() {
+    metrics::counter!(ELECTION_ATTEMPTS).increment(1);
 }
 
 /// One election step that elected leaders took `elapsed`; `unclean` partitions among them got

@@ -160,7 +160,9 @@ async fn start_registered(
         config.broker_rack().map(str::to_string),
     );
     let events = session.subscribe();
-    registrar.register().await?;
+    registrar
+        .register_at_startup(config.zookeeper_session_timeout())
+        .await?;
     let epoch = registrar.epoch();
     replica_manager.set_broker_epoch(epoch.borrow().0);
 

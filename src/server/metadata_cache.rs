@@ -113,6 +113,22 @@ impl MetadataCache {
         self.changes.subscribe()
     }
 
+    /// Waits (at most `max`) until the first UpdateMetadata has arrived, i.e. the cache knows a
+    /// controller; returns whether it has.
+    pub async fn wait_initialized(&self, max: std::time::Duration) -> bool {
+        let mut changes = self.subscribe();
+        let deadline = tokio::time::Instant::now() + max;
+        loop {
+            if self.controller_id().is_some() {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return self.controller_id().is_some(),
+            }
+        }
+    }
+
     pub fn controller_id(&self) -> Option<BrokerId> {
         self.inner.read().unwrap_or_else(|p| p.into_inner()).controller_id
     }
@@ -191,6 +207,23 @@ mod tests {
             replicas: vec![BrokerId(1)],
             offline_replicas: vec![],
         }
+    }
+
+    #[tokio::test]
+    async fn waiting_for_the_first_update_ends_when_it_arrives_or_at_the_deadline() {
+        let cache = std::sync::Arc::new(MetadataCache::default());
+        assert!(!cache.wait_initialized(std::time::Duration::from_millis(20)).await);
+        let writer = cache.clone();
+        tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            writer.update(BrokerId(2), vec![], vec![]);
+        });
+        assert!(cache.wait_initialized(std::time::Duration::from_secs(10)).await);
+        assert_eq!(cache.controller_id(), Some(BrokerId(2)));
+        assert!(
+            cache.wait_initialized(std::time::Duration::ZERO).await,
+            "no wait once initialized"
+        );
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub enum KafkaZkError {
         id: BrokerId,
         path: String,
         owner_session: i64,
+        /// The registration found there (`None` if it does not decode), so the caller can tell
+        /// this broker's own stale registration from another broker's.
+        existing: Option<Box<BrokerRegistration>>,
     },
 }
 
@@ -111,8 +114,10 @@ impl<S: ZkStore> KafkaZkClient<S> {
                 Err(ZkError::NodeExists { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
-            let Some(stat) = self.store.exists(&path).await? else {
-                continue;
+            let (existing, stat) = match self.store.get_data(&path).await {
+                Ok(found) => found,
+                Err(ZkError::NoNode { .. }) => continue,
+                Err(e) => return Err(e.into()),
             };
             let session = self.store.session_id();
             if stat.ephemeral_owner == session {
@@ -125,6 +130,7 @@ impl<S: ZkStore> KafkaZkClient<S> {
                     id,
                     path,
                     owner_session: stat.ephemeral_owner,
+                    existing: BrokerRegistration::decode(&existing).ok().map(Box::new),
                 });
             }
             tracing::info!(path = %path, "deleting the registration left by this broker's previous ZooKeeper session");
@@ -314,7 +320,8 @@ mod tests {
             .await
             .expect_err("in use");
         assert!(
-            matches!(err, KafkaZkError::BrokerIdInUse { id: BrokerId(1), .. }),
+            matches!(&err, KafkaZkError::BrokerIdInUse { id: BrokerId(1), existing: Some(r), .. }
+                if r.endpoints == registration().endpoints),
             "{err}"
         );
         assert!(err.to_string().contains("broker.id 1"));

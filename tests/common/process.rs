@@ -11,6 +11,8 @@ pub struct BrokerSpec {
     pub id: i32,
     pub connect: String,
     pub session_timeout_ms: u64,
+    /// `listeners`; `PLAINTEXT://127.0.0.1:0` (any free port) unless set.
+    pub listeners: String,
     /// Extra `key: value` lines.
     pub extra: Vec<(String, String)>,
 }
@@ -21,12 +23,20 @@ impl BrokerSpec {
             id,
             connect: connect.to_string(),
             session_timeout_ms: 6000,
+            listeners: "PLAINTEXT://127.0.0.1:0".to_string(),
             extra: Vec::new(),
         }
     }
 
     pub fn session_timeout_ms(mut self, ms: u64) -> Self {
         self.session_timeout_ms = ms;
+        self
+    }
+
+    /// A fixed listener port (e.g. `zookeeper::free_port()`), so that a restarted broker
+    /// advertises the same endpoint as before.
+    pub fn port(mut self, port: u16) -> Self {
+        self.listeners = format!("PLAINTEXT://127.0.0.1:{port}");
         self
     }
 
@@ -40,11 +50,12 @@ impl BrokerSpec {
         let mut y = format!(
             "broker.id: {}\nzookeeper.connect: \"{}\"\nzookeeper.session.timeout.ms: {}\n\
              controlled.shutdown.retry.backoff.ms: 200\n\
-             log.dirs: \"{}\"\nlisteners: \"PLAINTEXT://127.0.0.1:0\"\n",
+             log.dirs: \"{}\"\nlisteners: \"{}\"\n",
             self.id,
             self.connect,
             self.session_timeout_ms,
-            log_dir.display()
+            log_dir.display(),
+            self.listeners
         );
         for (k, v) in &self.extra {
             y.push_str(&format!("{k}: \"{v}\"\n"));
@@ -62,7 +73,7 @@ impl BrokerSpec {
                 self.session_timeout_ms.to_string(),
             ),
             ("log.dirs".to_string(), log_dir.display().to_string()),
-            ("listeners".to_string(), "PLAINTEXT://127.0.0.1:0".to_string()),
+            ("listeners".to_string(), self.listeners.clone()),
             // Tests stop brokers often; Kafka's 5 s between controlled-shutdown retries is too slow.
             ("controlled.shutdown.retry.backoff.ms".to_string(), "200".to_string()),
         ];

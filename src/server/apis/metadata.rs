@@ -3,6 +3,12 @@
 //! the MetadataCache. Unknown topics are created when `auto.create.topics.enable` and the
 //! request allow it, the way Kafka's admin path does: `/config/topics/<t>` first, then
 //! `/brokers/topics/<t>`; clients see LEADER_NOT_AVAILABLE until the controller elects.
+//!
+//! Beyond Kafka: a broker that has not yet heard from the controller (no UpdateMetadata since it
+//! started) holds Metadata requests until it has, for at most [`WARM_UP_WAIT`]. Answered at once
+//! it would say "no brokers, controller -1", and librdkafka's AdminClient then waits for a broker
+//! state change that never comes and fails "Failed while waiting for controller" after its
+//! request timeout, although the controller was elected milliseconds later.
 
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -16,8 +22,12 @@ use crate::protocol::error_codes as ec;
 use crate::server::metadata_cache::{CachedPartition, LiveBroker};
 use crate::server::topic_creation::{create_topic, valid_topic_name};
 
+/// How long a Metadata request waits for the broker's first UpdateMetadata.
+pub const WARM_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: MetadataRequest) -> MetadataResponse {
     let cache = &apis.metadata_cache;
+    cache.wait_initialized(WARM_UP_WAIT).await;
     let version = ctx.api_version;
     // One copy of the broker list answers both the broker list and every partition's leader
     // check, so a response never names a leader it does not list.
