@@ -39,16 +39,17 @@ const LOAD: Duration = Duration::from_secs(60);
 const PROBE_EVERY: Duration = Duration::from_millis(50);
 /// The documented bound: every broker answers ApiVersions within this.
 const ANSWER_WITHIN: Duration = Duration::from_millis(100);
-/// Answers later than [`ANSWER_WITHIN`] tolerated per broker: isolated ones only, at most 1% of
-/// the probes and never [`LATE_IN_A_ROW`] in a row. On a 2-core machine running three debug
+/// Answers later than [`ANSWER_WITHIN`] tolerated per broker: at most 3% of the probes and
+/// never [`LATE_IN_A_ROW`] in a row (half a second of misses). On a 2-core machine running three debug
 /// brokers, ZooKeeper, a consumer and this test (and on a shared one, other work), the OS now and
 /// then schedules a broker late by a few tens of ms past the bound; that is not what this test
 /// is after. A lock-order deadlock never answers again, and slowness that lasts shows as misses
-/// in a row.
-const LATE_PER_MILLE: usize = 10;
-const LATE_IN_A_ROW: usize = 3;
-/// A probe unanswered this long is a frozen broker: the test stops there.
-const STALLED: Duration = Duration::from_secs(1);
+/// in a row. Seen while other test binaries ran beside it: up to 1.3 s once and about 1% late.
+const LATE_PER_MILLE: usize = 30;
+const LATE_IN_A_ROW: usize = 10;
+/// A probe unanswered this long is a frozen broker: the test stops there. (The deadlock this
+/// guards against froze a broker for good, 4 to 15 s into the load.)
+const STALLED: Duration = Duration::from_secs(3);
 /// How long the load's own requests may take before their task gives up.
 const GIVE_UP: Duration = Duration::from_secs(5);
 
