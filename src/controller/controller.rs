@@ -389,6 +389,11 @@ impl Controller {
             channel: ControllerChannel::new(on_answer),
             watches: ZNodeWatches::default(),
         });
+        // Active before the failover, as Kafka sets activeControllerId before
+        // onControllerFailover: the failover's UpdateMetadata names this broker as controller,
+        // and a client that reads it and sends CreateTopics at once must not get NOT_CONTROLLER.
+        // What such a request starts reaches this task's queue behind the failover.
+        self.state.send_replace(Some(epoch));
         if let Err(e) = self.on_failover().await {
             if missing_tree_path(&e).is_none() {
                 tracing::error!(error = %e, "controller failover failed; moving the controller");
@@ -397,7 +402,6 @@ impl Controller {
             let _ = self.zk.delete(paths::CONTROLLER, None).await;
             return Err(e);
         }
-        self.state.send_replace(Some(epoch));
         metrics::gauge!("kafka_controller_kafkacontroller_activecontrollercount").set(1.0);
         Ok(())
     }
