@@ -559,11 +559,13 @@ async fn run_watch(
                     // Reconnected within the session: the server lost this watch with the old
                     // connection (see the module docs). Add it again, then ask for a re-read.
                     zkc::EventType::Session if event.session_state == zkc::SessionState::SyncConnected => {
-                        match rearm(&inner, &path, mode, &mut generation, &mut closed).await {
-                            Some(fresh) => w = fresh,
-                            None => return,
+                        match rearm(&inner, &path, mode, &generation, &mut closed).await {
+                            Rearm::Done => WatchEvent::Rearmed,
+                            // The old watcher reports the end next; `Rearmed` follows once the
+                            // watch is on the new session, not before.
+                            Rearm::NewSession => continue,
+                            Rearm::Closed => return,
                         }
-                        WatchEvent::Rearmed
                     }
                     zkc::EventType::Session if event.session_state.is_terminated() => break,
                     zkc::EventType::Session => continue,
@@ -599,34 +601,53 @@ async fn run_watch(
 }
 
 /// Adds the watch on `path` again through the current client, retrying with backoff while the
-/// connection flaps. `None` when the store closed. If the session ends meanwhile, the watcher
-/// returned is the old one, which then reports the end and is re-armed on the next session.
+/// connection flaps; `None` when the store closed. The new client-side watcher is dropped at
+/// once: the old one keeps receiving the path's events (the client dispatches by path) and is
+/// sure to see the session's end, and dropping a second watcher of the same mode removes
+/// nothing on the server. A new session meanwhile ends this: the old watcher reports the end,
+/// and the watch is added on the new session then.
+enum Rearm {
+    Done,
+    NewSession,
+    Closed,
+}
+
 async fn rearm(
     inner: &Arc<Inner>,
     path: &str,
     mode: zkc::AddWatchMode,
-    generation: &mut watch::Receiver<u64>,
+    generation: &watch::Receiver<u64>,
     closed: &mut watch::Receiver<bool>,
-) -> Option<zkc::PersistentWatcher> {
+) -> Rearm {
     let mut backoff = Duration::from_millis(50);
     loop {
-        // A watch added through a newer session's client belongs to that session: mark it seen.
-        generation.borrow_and_update();
-        let client = inner.client.read().unwrap_or_else(|p| p.into_inner()).clone()?;
+        if generation.has_changed().unwrap_or(true) {
+            return Rearm::NewSession;
+        }
+        let Some(client) = inner.client.read().unwrap_or_else(|p| p.into_inner()).clone() else {
+            return Rearm::Closed;
+        };
+        // A request sent as the session ends may never be answered.
         let attempt = tokio::select! {
-            r = client.watch(path, mode) => r,
-            _ = closed.changed() => return None,
+            r = tokio::time::timeout(inner.connection_timeout, client.watch(path, mode)) => match r {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(_) => Err("no answer within the connection timeout".to_string()),
+            },
+            _ = closed.changed() => return Rearm::Closed,
         };
         match attempt {
-            Ok(w) => {
+            Ok(fresh) => {
+                drop(fresh);
                 count_rearm(inner);
-                return Some(w);
+                return Rearm::Done;
             }
             Err(e) => {
                 tracing::warn!(path, error = %e, "could not re-arm a ZooKeeper watch after a reconnect; retrying");
+                let mut next_session = generation.clone();
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {},
-                    _ = closed.changed() => return None,
+                    _ = next_session.changed() => return Rearm::NewSession,
+                    _ = closed.changed() => return Rearm::Closed,
                 }
                 backoff = (backoff * 2).min(Duration::from_secs(2));
             }
