@@ -500,7 +500,7 @@ async fn a_new_leader_answers_retries_of_batches_it_replicated_but_nobody_acknow
         "records replicated to the survivor but not acknowledged",
         || {
             let (p, d) = (acked_path.clone(), survivor_dir.clone());
-            async move { common::replicas::log_end(&d, "unacked", 0) > lines(&p).len() as i64 + 200 }
+            async move { common::replicas::log_end(&d, "unacked", 0) > lines(&p).len() as i64 + 50 }
         },
     )
     .await;
