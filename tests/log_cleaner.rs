@@ -303,22 +303,10 @@ for codec in codecs:
 
 /// Codecs of the batches of a partition's segments on disk, oldest first.
 fn codecs_on_disk(log_dir: &Path, topic: &str) -> Vec<Compression> {
-    let dir = log_dir.join(format!("{topic}-0"));
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    files.retain(|p| p.extension().is_some_and(|e| e == "log"));
-    files.sort();
-    let mut out = Vec::new();
-    for file in files {
-        let data = std::fs::read(&file).unwrap_or_default();
-        out.extend(
-            BatchScanner::new(&data)
-                .map_while(Result::ok)
-                .map(|(_, h)| h.compression()),
-        );
-    }
-    out
+    common::replicas::stored_batches(log_dir, topic, 0)
+        .iter()
+        .map(|h| h.compression())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -29,6 +29,25 @@ impl Wire {
         }
     }
 
+    /// The size-prefixed frame of `request` at `version` under the next correlation id.
+    fn frame<R: Request + Encodable>(&mut self, request: &R, version: i16) -> BytesMut {
+        self.correlation += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(StrBytes::from_static_str("kastle-test")));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .expect("encode header");
+        request.encode(&mut body, version).expect("encode request");
+        let mut frame = BytesMut::with_capacity(body.len() + 4);
+        frame.put_i32(body.len() as i32);
+        frame.extend_from_slice(&body);
+        frame
+    }
+
     /// Connects, or `None` (a broker that is down or paused).
     pub async fn try_connect(addr: &str, timeout: std::time::Duration) -> Option<Wire> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
@@ -49,18 +68,7 @@ impl Wire {
     where
         R::Response: Decodable + HeaderVersion,
     {
-        self.correlation += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation)
-            .with_client_id(Some(StrBytes::from_static_str("kastle-test")));
-        let mut body = BytesMut::new();
-        header.encode(&mut body, R::header_version(version)).ok()?;
-        request.encode(&mut body, version).ok()?;
-        let mut frame = BytesMut::with_capacity(body.len() + 4);
-        frame.put_i32(body.len() as i32);
-        frame.extend_from_slice(&body);
+        let frame = self.frame(request, version);
         let exchange = async {
             self.stream.write_all(&frame).await.ok()?;
             let size = self.stream.read_i32().await.ok()?;
@@ -82,20 +90,7 @@ impl Wire {
     where
         R::Response: Decodable + HeaderVersion,
     {
-        self.correlation += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation)
-            .with_client_id(Some(StrBytes::from_static_str("kastle-test")));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, R::header_version(version))
-            .expect("encode header");
-        request.encode(&mut body, version).expect("encode request");
-        let mut frame = BytesMut::with_capacity(body.len() + 4);
-        frame.put_i32(body.len() as i32);
-        frame.extend_from_slice(&body);
+        let frame = self.frame(request, version);
         self.stream.write_all(&frame).await.expect("write request");
         let size = self.stream.read_i32().await.expect("response size");
         let mut buf = vec![0u8; size as usize];
