@@ -116,6 +116,10 @@ impl MetadataCache {
     /// Waits (at most `max`) until the first UpdateMetadata has arrived, i.e. the cache knows a
     /// controller; returns whether it has.
     pub async fn wait_initialized(&self, max: std::time::Duration) -> bool {
+        // Every Metadata request comes here: once initialized, answer without subscribing.
+        if self.controller_id().is_some() {
+            return true;
+        }
         let mut changes = self.subscribe();
         let deadline = tokio::time::Instant::now() + max;
         loop {
