@@ -15,8 +15,8 @@ use common::{unique_chroot, wait_until, zookeeper, BrokerSpec};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{BrokerId as KpBrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kastle::protocol::error_codes as ec;
 use kastle::config::KafkaConfig;
+use kastle::protocol::error_codes as ec;
 use kastle::server::{Broker, BrokerHandle};
 
 async fn cluster(test: &str, topics: &[&str], partitions: i32) -> (BrokerHandle, String, tempfile::TempDir) {
@@ -270,7 +270,9 @@ async fn a_confluent_kafka_consumer_ahead_of_the_leaders_epoch_retries_and_then_
     act_as_controller(&addr, epoch, &brokers, &topic, 1).await;
     let mut wire = Wire::connect(&addr).await;
     for i in 0..20 {
-        let r = wire.send(&produce_request("ahead", 1, format!("v{i}").as_bytes()), 7).await;
+        let r = wire
+            .send(&produce_request("ahead", 1, format!("v{i}").as_bytes()), 7)
+            .await;
         assert_eq!(r.responses[0].partition_responses[0].error_code, ec::NONE);
     }
     send_update_metadata(&addr, epoch, &brokers, &topic, 2).await;
@@ -299,9 +301,11 @@ async fn a_confluent_kafka_consumer_ahead_of_the_leaders_epoch_retries_and_then_
         .spawn()
         .expect("spawn the consumer");
     let mut child = Reaped(Some(child));
-    wait_until(std::time::Duration::from_secs(20), "the consumer's first failed fetch", || async {
-        marker.exists()
-    })
+    wait_until(
+        std::time::Duration::from_secs(20),
+        "the consumer's first failed fetch",
+        || async { marker.exists() },
+    )
     .await;
     send_leader_and_isr(&addr, epoch, 1, &topic, 2).await;
     let out = tokio::task::spawn_blocking(move || child.0.take().expect("child").wait_with_output())
@@ -314,8 +318,16 @@ async fn a_confluent_kafka_consumer_ahead_of_the_leaders_epoch_retries_and_then_
             std::fs::read_to_string(dir.path().join("consumer.err")).unwrap_or_default()
         )
     });
-    assert_eq!(report["fetch_errors"], serde_json::json!(["UNKNOWN_LEADER_EPOCH"]), "{report}");
-    assert_eq!(report["app_errors"], serde_json::json!([]), "retried, not reported: {report}");
+    assert_eq!(
+        report["fetch_errors"],
+        serde_json::json!(["UNKNOWN_LEADER_EPOCH"]),
+        "{report}"
+    );
+    assert_eq!(
+        report["app_errors"],
+        serde_json::json!([]),
+        "retried, not reported: {report}"
+    );
     assert_eq!(report["consumed"], 20, "{report}");
     broker.shutdown().await.expect("shutdown");
 }

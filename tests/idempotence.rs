@@ -20,6 +20,7 @@ use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, 
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{InitProducerIdRequest, ProduceRequest, ProducerId, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
+use kastle::protocol::error_codes as ec;
 use kastle::protocol::test_support::BatchBuilder;
 use kastle::zk::store::ZkStore;
 
@@ -220,11 +221,19 @@ async fn a_replayed_batch_gets_its_original_offset_and_a_gap_is_out_of_order() {
     let txn = InitProducerIdRequest::default()
         .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx"))))
         .with_transaction_timeout_ms(60_000);
-    assert_eq!(wire.send(&txn, 4).await.error_code, 15, "COORDINATOR_NOT_AVAILABLE");
+    assert_eq!(
+        wire.send(&txn, 4).await.error_code,
+        ec::COORDINATOR_NOT_AVAILABLE,
+        "COORDINATOR_NOT_AVAILABLE"
+    );
     let half = InitProducerIdRequest::default()
         .with_transactional_id(None)
         .with_producer_id(ProducerId(pid));
-    assert_eq!(wire.send(&half, 4).await.error_code, 42, "INVALID_REQUEST");
+    assert_eq!(
+        wire.send(&half, 4).await.error_code,
+        ec::INVALID_REQUEST,
+        "INVALID_REQUEST"
+    );
     drop(broker);
     zk.close().await;
 }

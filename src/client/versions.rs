@@ -13,8 +13,7 @@ use kafka_protocol::protocol::Decodable;
 /// client software name and version).
 pub const API_VERSIONS_FIRST_VERSION: i16 = 3;
 
-/// Kafka's `UNSUPPORTED_VERSION` error code.
-pub const UNSUPPORTED_VERSION: i16 = 35;
+pub use crate::protocol::error_codes::UNSUPPORTED_VERSION;
 
 /// The `(min, max)` version range per API key that a broker advertised.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -183,27 +182,30 @@ mod tests {
 
     #[test]
     fn an_error_35_without_an_api_versions_entry_retries_at_v0() {
-        let body = encoded(&response(35, &[]), 0);
+        let body = encoded(&response(UNSUPPORTED_VERSION, &[]), 0);
         assert_eq!(read_api_versions_reply(body, 3), Ok(ApiVersionsReply::RetryAt(0)));
     }
 
     #[test]
     fn a_broker_max_not_below_the_sent_version_still_lowers_the_retry_version() {
-        let body = encoded(&response(35, &[(ApiKey::ApiVersions, 0, 4)]), 0);
+        let body = encoded(&response(UNSUPPORTED_VERSION, &[(ApiKey::ApiVersions, 0, 4)]), 0);
         assert_eq!(read_api_versions_reply(body, 3), Ok(ApiVersionsReply::RetryAt(2)));
     }
 
     #[test]
     fn error_35_at_v0_and_other_errors_fail_the_handshake() {
-        let body = encoded(&response(35, &[]), 0);
+        let body = encoded(&response(UNSUPPORTED_VERSION, &[]), 0);
         assert_eq!(
             read_api_versions_reply(body, 0),
-            Ok(ApiVersionsReply::Failed { error_code: 35 })
+            Ok(ApiVersionsReply::Failed {
+                error_code: UNSUPPORTED_VERSION
+            })
         );
-        let body = encoded(&response(31, &[]), 3);
+        let refused = crate::protocol::error_codes::ResponseError::ClusterAuthorizationFailed.code();
+        let body = encoded(&response(refused, &[]), 3);
         assert_eq!(
             read_api_versions_reply(body, 3),
-            Ok(ApiVersionsReply::Failed { error_code: 31 })
+            Ok(ApiVersionsReply::Failed { error_code: refused })
         );
     }
 

@@ -201,7 +201,7 @@ async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<O
                     .find(|t| t.topic_id == topic.topic_id)
                     .map(|t| t.topic_name.0.to_string());
                 for p in &topic.partition_errors {
-                    if p.error_code == KAFKA_STORAGE_ERROR {
+                    if p.error_code == crate::protocol::error_codes::KAFKA_STORAGE_ERROR {
                         if let Some(name) = &name {
                             offline.push((name.clone(), p.partition_index));
                         }
@@ -258,8 +258,6 @@ pub fn deletions(request: &StopReplicaRequest, response: &StopReplicaResponse) -
         results,
     })
 }
-
-const KAFKA_STORAGE_ERROR: i16 = 56;
 
 #[cfg(test)]
 mod tests {
@@ -319,7 +317,10 @@ mod tests {
             Some(deleted(vec![(key(0), 0), (key(1), 56)]))
         );
         assert_eq!(
-            deletions(&req, &answered(&[]).with_error_code(11)),
+            deletions(
+                &req,
+                &answered(&[]).with_error_code(crate::protocol::error_codes::STALE_CONTROLLER_EPOCH)
+            ),
             Some(deleted(vec![(key(0), 11), (key(1), 11)]))
         );
         assert_eq!(deletions(&request(&[(0, false)]), &answered(&[(0, 0)])), None);

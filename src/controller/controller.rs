@@ -237,9 +237,7 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
     ControllerHandle { active, events: queue }
 }
 
-pub(super) const NOT_CONTROLLER: i16 = 41;
-pub(super) const BROKER_NOT_AVAILABLE: i16 = 8;
-pub(super) const STALE_BROKER_EPOCH: i16 = 77;
+pub(super) use crate::protocol::error_codes::{BROKER_NOT_AVAILABLE, NOT_CONTROLLER, STALE_BROKER_EPOCH};
 
 impl Controller {
     async fn process(&mut self, event: Event) {

@@ -122,12 +122,12 @@ pub fn leader_change(previous: Option<&StoredLeadership>, next: &StoredLeadershi
     }
 }
 
-/// ELECTION_NOT_NEEDED: the wanted leader already leads.
-pub const ELECTION_NOT_NEEDED: i16 = 84;
-/// PREFERRED_LEADER_NOT_AVAILABLE: the first assigned replica is dead or out of sync.
-pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
-/// ELIGIBLE_LEADERS_NOT_AVAILABLE: no live replica can lead.
-pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
+/// ELECTION_NOT_NEEDED: the wanted leader already leads. PREFERRED_LEADER_NOT_AVAILABLE: the
+/// first assigned replica is dead or out of sync. ELIGIBLE_LEADERS_NOT_AVAILABLE: no live
+/// replica can lead.
+pub use crate::protocol::error_codes::{
+    ELECTION_NOT_NEEDED, ELIGIBLE_LEADERS_NOT_AVAILABLE, PREFERRED_LEADER_NOT_AVAILABLE,
+};
 
 /// Preferred-replica election: the first assigned replica leads if it is live and in sync.
 pub fn preferred(

@@ -303,8 +303,9 @@ impl Controller {
         validate_only: bool,
     ) -> Result<Result<(), i16>, ControllerZkError> {
         use super::assignment::{assign_replicas_to_brokers, BrokerMetadata, PlacementStart, RackAwareMode};
-        const INVALID_PARTITIONS: i16 = 37;
-        const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+        use crate::protocol::error_codes::{
+            INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT,
+        };
         let Some(active) = self.active.as_ref() else {
             return Ok(Err(NOT_CONTROLLER));
         };
@@ -352,7 +353,7 @@ impl Controller {
                 };
                 match assign_replicas_to_brokers(&live, count - current, rf as i32, RackAwareMode::Enforced, start) {
                     Ok(a) => a,
-                    Err(_) => return Ok(Err(38)),
+                    Err(_) => return Ok(Err(INVALID_REPLICATION_FACTOR)),
                 }
             }
         };

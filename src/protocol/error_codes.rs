@@ -124,7 +124,10 @@ mod tests {
         assert_eq!(name(UNKNOWN_SERVER_ERROR), "UNKNOWN_SERVER_ERROR");
         assert_eq!(name(UNKNOWN_LEADER_EPOCH), "UNKNOWN_LEADER_EPOCH");
         assert_eq!(name(INVALID_TOPIC_EXCEPTION), "INVALID_TOPIC_EXCEPTION");
-        assert_eq!(name(ResponseError::FetchSessionTopicIdError.code()), "FETCH_SESSION_TOPIC_ID_ERROR");
+        assert_eq!(
+            name(ResponseError::FetchSessionTopicIdError.code()),
+            "FETCH_SESSION_TOPIC_ID_ERROR"
+        );
         assert_eq!(name(1000), "UNKNOWN(1000)");
     }
 }

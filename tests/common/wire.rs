@@ -193,7 +193,13 @@ pub async fn send_update_metadata(
 }
 
 /// The test controller's LeaderAndIsr alone: makes `leader_epoch` the replicas' epoch.
-pub async fn send_leader_and_isr(addr: &str, broker_epoch: i64, controller_id: i32, topics: &[TestTopic], leader_epoch: i32) {
+pub async fn send_leader_and_isr(
+    addr: &str,
+    broker_epoch: i64,
+    controller_id: i32,
+    topics: &[TestTopic],
+    leader_epoch: i32,
+) {
     let client = test_controller_client(addr).await;
     let states = topics
         .iter()
