@@ -195,7 +195,7 @@ async fn a_replayed_batch_gets_its_original_offset_and_a_gap_is_out_of_order() {
         produce(&mut wire, &idempotent_produce("wire", pid, 0, 5, &["d"]))
             .await
             .0,
-        45
+        ec::OUT_OF_ORDER_SEQUENCE_NUMBER
     );
     assert_eq!(
         produce(&mut wire, &idempotent_produce("wire", pid2, 1, 0, &["y"])).await,
@@ -205,7 +205,7 @@ async fn a_replayed_batch_gets_its_original_offset_and_a_gap_is_out_of_order() {
         produce(&mut wire, &idempotent_produce("wire", pid2, 0, 1, &["z"]))
             .await
             .0,
-        47
+        ec::INVALID_PRODUCER_EPOCH
     );
     assert_eq!(
         produce(&mut wire, &idempotent_produce("wire", pid, 0, 3, &["d"])).await,
@@ -280,7 +280,7 @@ async fn producer_state_survives_restarts_and_a_new_leader_deduplicates_what_it_
         produce(&mut wire, &idempotent_produce("state", pid, 0, 7, &["gap"]))
             .await
             .0,
-        45
+        ec::OUT_OF_ORDER_SEQUENCE_NUMBER
     );
     assert_eq!(
         produce(&mut wire, &idempotent_produce("state", pid, 0, 5, &["v5"])).await,

@@ -203,13 +203,13 @@ async fn create_topics_refuses_unknown_or_invalid_configs_and_creates_nothing() 
         assert_eq!(
             results,
             vec![
-                (40, "Unknown topic config name: x".to_string()),
+                (ec::INVALID_CONFIG, "Unknown topic config name: x".to_string()),
                 (
-                    40,
+                    ec::INVALID_CONFIG,
                     "Invalid value lots for configuration segment.bytes: Not a number of type INT".to_string()
                 ),
                 (
-                    40,
+                    ec::INVALID_CONFIG,
                     "Null value not supported for topic configs: retention.ms".to_string()
                 ),
             ],
