@@ -13,6 +13,7 @@ use kafka_protocol::protocol::Decodable;
 /// client software name and version).
 pub const API_VERSIONS_FIRST_VERSION: i16 = 3;
 
+use crate::protocol::error_codes::ResponseError;
 pub use crate::protocol::error_codes::UNSUPPORTED_VERSION;
 
 /// The `(min, max)` version range per API key that a broker advertised.
@@ -60,8 +61,8 @@ pub enum ApiVersionsReply {
     Accepted(ApiVersionRanges),
     /// KIP-511: the broker does not speak our ApiVersions version; ask again at this one.
     RetryAt(i16),
-    /// Any other error code: the broker refuses the connection (Kafka disconnects).
-    Failed { error_code: i16 },
+    /// Any other error: the broker refuses the connection (Kafka disconnects).
+    Failed { error: ResponseError },
 }
 
 /// Reads the body of an ApiVersions reply to a request sent at `sent_version`.
@@ -95,7 +96,9 @@ pub fn read_api_versions_reply(body: Bytes, sent_version: i16) -> Result<ApiVers
             // Never retry at a version we already tried, so the handshake terminates.
             ApiVersionsReply::RetryAt(broker_max.clamp(0, sent_version - 1))
         }
-        error_code => ApiVersionsReply::Failed { error_code },
+        code => ApiVersionsReply::Failed {
+            error: ResponseError::try_from_code(code).unwrap_or(ResponseError::Unknown(code)),
+        },
     })
 }
 
@@ -198,14 +201,14 @@ mod tests {
         assert_eq!(
             read_api_versions_reply(body, 0),
             Ok(ApiVersionsReply::Failed {
-                error_code: UNSUPPORTED_VERSION
+                error: ResponseError::UnsupportedVersion
             })
         );
-        let refused = crate::protocol::error_codes::ResponseError::ClusterAuthorizationFailed.code();
-        let body = encoded(&response(refused, &[]), 3);
+        let refused = ResponseError::ClusterAuthorizationFailed;
+        let body = encoded(&response(refused.code(), &[]), 3);
         assert_eq!(
             read_api_versions_reply(body, 3),
-            Ok(ApiVersionsReply::Failed { error_code: refused })
+            Ok(ApiVersionsReply::Failed { error: refused })
         );
     }
 
