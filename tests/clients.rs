@@ -2,15 +2,21 @@
 //! librdkafka 2.0.2) lists metadata and round-trips 10,000 keyed records with headers under
 //! each compression codec; kafka-python 3.x (opening with ApiVersions v4, KIP-511) and
 //! confluent-kafka produce with acks 0/1/all and consume by assign+seek, getting back exactly
-//! what they sent.
+//! what they sent; a confluent-kafka consumer whose leader epoch is ahead of the leader's
+//! (UNKNOWN_LEADER_EPOCH) retries and then consumes.
 
 mod common;
 
 use std::process::{Command, Stdio};
 
-use common::wire::{act_as_controller, TestTopic};
-use common::{unique_chroot, zookeeper, BrokerSpec};
+use common::replicas::produce_request;
+use common::wire::{act_as_controller, send_leader_and_isr, send_update_metadata, TestTopic, Wire};
+use common::{unique_chroot, wait_until, zookeeper, BrokerSpec};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{BrokerId as KpBrokerId, FetchRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use kastle::config::KafkaConfig;
+use kastle::protocol::error_codes as ec;
 use kastle::server::{Broker, BrokerHandle};
 
 async fn cluster(test: &str, topics: &[&str], partitions: i32) -> (BrokerHandle, String, tempfile::TempDir) {
@@ -197,5 +203,131 @@ async fn kafka_python_and_confluent_kafka_produce_with_every_acks_and_consume_wh
             .expect("python client");
         assert_eq!(out.trim(), "ok 600", "{topic}");
     }
+    broker.shutdown().await.expect("shutdown");
+}
+
+/// Consumes `want` records of partition 0 from offset 0 and prints JSON: how many it got, the
+/// fetch errors librdkafka handled itself (its `fetch` debug log names them) and the errors it
+/// passed to the application. Touches `marker` at the first failed fetch.
+const AHEAD_OF_THE_LEADER: &str = r#"
+import json, logging, re, sys, time
+from confluent_kafka import Consumer, TopicPartition
+addr, topic, marker, want = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+fetch_errors = []
+class FetchErrors(logging.Handler):
+    def emit(self, record):
+        failed = re.search(r"Fetch failed at .*: ([A-Z_]+)$", record.getMessage().strip())
+        if failed:
+            fetch_errors.append(failed.group(1))
+            open(marker, "a").close()
+log = logging.getLogger("rdkafka")
+log.addHandler(FetchErrors())
+log.setLevel(logging.DEBUG)
+c = Consumer({"bootstrap.servers": addr, "group.id": "unused", "enable.auto.commit": False,
+              "debug": "fetch", "fetch.error.backoff.ms": 100}, logger=log)
+c.assign([TopicPartition(topic, 0, 0)])
+got, app_errors, deadline = 0, [], time.time() + 30
+while got < want and time.time() < deadline:
+    m = c.poll(0.2)
+    if m is None:
+        continue
+    if m.error() is not None:
+        app_errors.append(m.error().name())
+    else:
+        got += 1
+c.close()
+print(json.dumps({"consumed": got, "fetch_errors": sorted(set(fetch_errors)), "app_errors": app_errors}))
+"#;
+
+/// A child process killed when the test ends, also by a panic.
+struct Reaped(Option<std::process::Child>);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The leader is at epoch 1 while the metadata (UpdateMetadata, as a controller sends it
+/// before the leader has applied its LeaderAndIsr) already says 2: the client fetches with 2 and
+/// gets UNKNOWN_LEADER_EPOCH, which librdkafka retries without telling the application; once
+/// the LeaderAndIsr for epoch 2 arrives it gets its records. Answered with 76
+/// (UNSUPPORTED_COMPRESSION_TYPE), the same fetch surfaces as an application error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confluent_kafka_consumer_ahead_of_the_leaders_epoch_retries_and_then_consumes() {
+    let (broker, addr, dir) = cluster("ahead", &[], 1).await;
+    let port = i32::from(broker.advertised_endpoints()[0].port);
+    let brokers = [(1, "127.0.0.1".to_owned(), port)];
+    let topic = [TestTopic {
+        name: "ahead".into(),
+        id: uuid::Uuid::new_v4(),
+        partitions: vec![(0, 1, vec![1])],
+    }];
+    let epoch = broker.broker_epoch().0;
+    act_as_controller(&addr, epoch, &brokers, &topic, 1).await;
+    let mut wire = Wire::connect(&addr).await;
+    for i in 0..20 {
+        let r = wire
+            .send(&produce_request("ahead", 1, format!("v{i}").as_bytes()), 7)
+            .await;
+        assert_eq!(r.responses[0].partition_responses[0].error_code, ec::NONE);
+    }
+    send_update_metadata(&addr, epoch, &brokers, &topic, 2).await;
+    let ahead = FetchRequest::default()
+        .with_replica_id(KpBrokerId(-1))
+        .with_max_bytes(1 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_static_str("ahead")))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_current_leader_epoch(2)
+                .with_partition_max_bytes(1 << 20)])]);
+    let r = wire.send(&ahead, 12).await;
+    assert_eq!(r.responses[0].partitions[0].error_code, ec::UNKNOWN_LEADER_EPOCH);
+
+    let marker = dir.path().join("fetch-failed");
+    let stderr = std::fs::File::create(dir.path().join("consumer.err")).expect("stderr file");
+    let child = Command::new(common::python())
+        .args(["-c", AHEAD_OF_THE_LEADER, &addr, "ahead"])
+        .arg(&marker)
+        .arg("20")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn the consumer");
+    let mut child = Reaped(Some(child));
+    wait_until(
+        std::time::Duration::from_secs(20),
+        "the consumer's first failed fetch",
+        || async { marker.exists() },
+    )
+    .await;
+    send_leader_and_isr(&addr, epoch, 1, &topic, 2).await;
+    let out = tokio::task::spawn_blocking(move || child.0.take().expect("child").wait_with_output())
+        .await
+        .expect("join")
+        .expect("consumer output");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "consumer printed no report ({e}): {}",
+            std::fs::read_to_string(dir.path().join("consumer.err")).unwrap_or_default()
+        )
+    });
+    assert_eq!(
+        report["fetch_errors"],
+        serde_json::json!(["UNKNOWN_LEADER_EPOCH"]),
+        "{report}"
+    );
+    assert_eq!(
+        report["app_errors"],
+        serde_json::json!([]),
+        "retried, not reported: {report}"
+    );
+    assert_eq!(report["consumed"], 20, "{report}");
     broker.shutdown().await.expect("shutdown");
 }

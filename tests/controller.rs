@@ -12,6 +12,7 @@ use common::cluster::{
     cluster_ready, controller_epoch, controller_of, create_topic_by_hand, scrape, start, start_with, state, SESSION_MS,
 };
 use common::{unique_chroot, wait_until, zkcli, zookeeper, BrokerProcess, BrokerSpec};
+use kastle::protocol::error_codes as ec;
 use kastle::zk::store::{CreateMode, ZkStore};
 use kastle::zk::ZkSession;
 
@@ -738,7 +739,7 @@ async fn preferred_elections_by_znode_and_by_api_restore_the_first_assigned_repl
         if response
             .replica_election_results
             .first()
-            .is_some_and(|r| r.partition_result[0].error_code != 3)
+            .is_some_and(|r| r.partition_result[0].error_code != ec::UNKNOWN_TOPIC_OR_PARTITION)
         {
             break;
         }
@@ -750,7 +751,8 @@ async fn preferred_elections_by_znode_and_by_api_restore_the_first_assigned_repl
     assert_eq!(state(&zk, "by-api", 0).await.expect("state").leader.0, 1);
     let again: ElectLeadersResponse = wire.send(&request, 2).await;
     assert_eq!(
-        again.replica_election_results[0].partition_result[0].error_code, 84,
+        again.replica_election_results[0].partition_result[0].error_code,
+        ec::ELECTION_NOT_NEEDED,
         "ELECTION_NOT_NEEDED"
     );
     zk.close().await;

@@ -20,6 +20,7 @@ use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, 
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{InitProducerIdRequest, ProduceRequest, ProducerId, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
+use kastle::protocol::error_codes as ec;
 use kastle::protocol::test_support::BatchBuilder;
 use kastle::zk::store::ZkStore;
 
@@ -194,7 +195,7 @@ async fn a_replayed_batch_gets_its_original_offset_and_a_gap_is_out_of_order() {
         produce(&mut wire, &idempotent_produce("wire", pid, 0, 5, &["d"]))
             .await
             .0,
-        45
+        ec::OUT_OF_ORDER_SEQUENCE_NUMBER
     );
     assert_eq!(
         produce(&mut wire, &idempotent_produce("wire", pid2, 1, 0, &["y"])).await,
@@ -204,7 +205,7 @@ async fn a_replayed_batch_gets_its_original_offset_and_a_gap_is_out_of_order() {
         produce(&mut wire, &idempotent_produce("wire", pid2, 0, 1, &["z"]))
             .await
             .0,
-        47
+        ec::INVALID_PRODUCER_EPOCH
     );
     assert_eq!(
         produce(&mut wire, &idempotent_produce("wire", pid, 0, 3, &["d"])).await,
@@ -220,11 +221,19 @@ async fn a_replayed_batch_gets_its_original_offset_and_a_gap_is_out_of_order() {
     let txn = InitProducerIdRequest::default()
         .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx"))))
         .with_transaction_timeout_ms(60_000);
-    assert_eq!(wire.send(&txn, 4).await.error_code, 15, "COORDINATOR_NOT_AVAILABLE");
+    assert_eq!(
+        wire.send(&txn, 4).await.error_code,
+        ec::COORDINATOR_NOT_AVAILABLE,
+        "COORDINATOR_NOT_AVAILABLE"
+    );
     let half = InitProducerIdRequest::default()
         .with_transactional_id(None)
         .with_producer_id(ProducerId(pid));
-    assert_eq!(wire.send(&half, 4).await.error_code, 42, "INVALID_REQUEST");
+    assert_eq!(
+        wire.send(&half, 4).await.error_code,
+        ec::INVALID_REQUEST,
+        "INVALID_REQUEST"
+    );
     drop(broker);
     zk.close().await;
 }
@@ -271,7 +280,7 @@ async fn producer_state_survives_restarts_and_a_new_leader_deduplicates_what_it_
         produce(&mut wire, &idempotent_produce("state", pid, 0, 7, &["gap"]))
             .await
             .0,
-        45
+        ec::OUT_OF_ORDER_SEQUENCE_NUMBER
     );
     assert_eq!(
         produce(&mut wire, &idempotent_produce("state", pid, 0, 5, &["v5"])).await,

@@ -28,6 +28,7 @@ use kafka_protocol::messages::{
     ApiVersionsRequest, ElectLeadersRequest, ElectLeadersResponse, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use kastle::protocol::error_codes as ec;
 use kastle::protocol::test_support::{build_batch, KeyValue};
 use kastle::zk::store::{CreateMode, Op, ZkStore};
 use kastle::zk::ZkSession;
@@ -242,8 +243,7 @@ async fn elect_preferred(zk: &ZkSession, targets: &BTreeSet<(String, i32)>) -> V
     let mut settled = Vec::new();
     for topic in response.replica_election_results {
         for r in topic.partition_result {
-            // NONE, or ELECTION_NOT_NEEDED.
-            if r.error_code == 0 || r.error_code == 84 {
+            if r.error_code == ec::NONE || r.error_code == ec::ELECTION_NOT_NEEDED {
                 settled.push((topic.topic.0.to_string(), r.partition_id));
             }
         }

@@ -24,7 +24,7 @@ use kastle::zk::ZkSession;
 /// Creates the topics, produces updates, tombstones and filler; prints nothing but "ok".
 const SETUP: &str = r#"
 import sys
-from confluent_kafka import Producer, KafkaException
+from confluent_kafka import Producer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 bootstrap = sys.argv[1]
 admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -49,7 +49,7 @@ for topic in ("keep", "expire"):
 errors = []
 p.produce("keep", value="no key", on_delivery=lambda err, msg: errors.append(err))
 p.flush(60)
-assert errors and errors[0] is not None and errors[0].code() == 87, errors
+assert errors and errors[0] is not None and errors[0].code() == KafkaError.INVALID_RECORD, errors
 print("ok")
 "#;
 
@@ -272,7 +272,7 @@ async fn compacted_topics_keep_the_latest_value_per_key_on_every_replica_and_con
 /// `topic key=value` for the last value written per key.
 const SETUP_COMPRESSED: &str = r#"
 import os, sys
-from confluent_kafka import Producer
+from confluent_kafka import Producer, KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 bootstrap = sys.argv[1]
 codecs = ["gzip", "snappy", "lz4", "zstd"]
@@ -296,7 +296,7 @@ for codec in codecs:
     errors = []
     p.produce(topic, value="no key " + "x" * 500, on_delivery=lambda err, msg: errors.append(err))
     p.flush(60)
-    assert errors and errors[0] is not None and errors[0].code() == 87, (codec, errors)
+    assert errors and errors[0] is not None and errors[0].code() == KafkaError.INVALID_RECORD, (codec, errors)
     for k in sorted(last):
         print(f"{topic} {k}={last[k]}")
 "#;

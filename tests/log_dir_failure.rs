@@ -13,6 +13,7 @@ use std::time::Duration;
 use common::{unique_chroot, zookeeper, BrokerSpec};
 use kastle::config::KafkaConfig;
 use kastle::log::log_manager::lock;
+use kastle::protocol::error_codes as ec;
 use kastle::protocol::test_support::build_batch;
 use kastle::server::{Broker, BrokerHandle};
 use kastle::types::TopicPartition;
@@ -72,7 +73,7 @@ async fn assert_dir_failure_is_contained(chroot: &str, broker: &BrokerHandle, de
         .append_as_leader(&mut batch(), 0, 0)
         .and_then(|_| lock(&doomed).flush(0));
     let err = appended.expect_err("the disk is dead");
-    assert_eq!(err.error_code(), 56, "KAFKA_STORAGE_ERROR: {err}");
+    assert_eq!(err.error_code(), ec::KAFKA_STORAGE_ERROR, "KAFKA_STORAGE_ERROR: {err}");
 
     let created = tokio::time::timeout(Duration::from_secs(10), async {
         loop {

@@ -12,6 +12,7 @@ use kastle::log::failure::LogDirFailureChannel;
 use kastle::log::file::Faults;
 use kastle::log::log::{Log, LogContext, LogError};
 use kastle::log::log_manager::{lock, LogManager, LogManagerConfig};
+use kastle::protocol::error_codes as ec;
 use kastle::protocol::test_support::build_batch;
 use kastle::types::TopicPartition;
 
@@ -341,7 +342,7 @@ fn an_io_error_takes_one_dir_offline_and_the_other_keeps_working() {
     let err = lock(&a)
         .append_as_leader(&mut producer_batch(1, 1, 0), 0, 0)
         .expect_err("dead disk");
-    assert_eq!(err.error_code(), 56, "KAFKA_STORAGE_ERROR: {err}");
+    assert_eq!(err.error_code(), ec::KAFKA_STORAGE_ERROR, "KAFKA_STORAGE_ERROR: {err}");
     let event = events.try_recv().expect("failure event");
     assert_eq!(event.dir, dir_a);
     assert_eq!(manager.live_dirs(), vec![dir_b.clone()]);

@@ -23,6 +23,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 use kastle::config::KafkaConfig;
+use kastle::protocol::error_codes as ec;
 use kastle::protocol::test_support::{BatchBuilder, TestRecord};
 use kastle::server::{Broker, BrokerHandle};
 
@@ -202,13 +203,13 @@ async fn create_topics_refuses_unknown_or_invalid_configs_and_creates_nothing() 
         assert_eq!(
             results,
             vec![
-                (40, "Unknown topic config name: x".to_string()),
+                (ec::INVALID_CONFIG, "Unknown topic config name: x".to_string()),
                 (
-                    40,
+                    ec::INVALID_CONFIG,
                     "Invalid value lots for configuration segment.bytes: Not a number of type INT".to_string()
                 ),
                 (
-                    40,
+                    ec::INVALID_CONFIG,
                     "Null value not supported for topic configs: retention.ms".to_string()
                 ),
             ],
@@ -285,11 +286,15 @@ async fn metadata_reports_no_leader_for_a_leader_missing_from_the_live_brokers()
         let all = if version == 0 { vec![1] } else { vec![2, 1] };
         assert_eq!(
             p(0),
-            (5, -1, all.clone()),
+            (ec::LEADER_NOT_AVAILABLE, -1, all.clone()),
             "v{version}: LEADER_NOT_AVAILABLE, no leader"
         );
         let here = if version == 0 { vec![1] } else { vec![1, 2] };
-        let code = if version == 0 { 9 } else { 0 };
+        let code = if version == 0 {
+            ec::REPLICA_NOT_AVAILABLE
+        } else {
+            ec::NONE
+        };
         assert_eq!(p(1), (code, 1, here), "v{version}");
     }
 }

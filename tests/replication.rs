@@ -16,6 +16,7 @@ use common::replicas::{
 };
 use common::wire::Wire;
 use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
+use kastle::protocol::error_codes as ec;
 use kastle::zk::store::ZkStore;
 use kastle::zk::ZkSession;
 
@@ -282,7 +283,8 @@ async fn a_killed_follower_leaves_the_isr_and_returns_after_restart_and_below_mi
     let end_before = leader_log_end(&mut wire, "lagging").await;
     let refused = wire.send(&produce_request("lagging", -1, b"refused"), 7).await;
     assert_eq!(
-        refused.responses[0].partition_responses[0].error_code, 19,
+        refused.responses[0].partition_responses[0].error_code,
+        ec::NOT_ENOUGH_REPLICAS,
         "NOT_ENOUGH_REPLICAS"
     );
     assert_eq!(

@@ -13,6 +13,7 @@ use common::wire::Wire;
 use common::{unique_chroot, wait_until, zookeeper, BrokerSpec};
 use kastle::config::KafkaConfig;
 use kastle::log::log_manager::lock;
+use kastle::protocol::error_codes as ec;
 use kastle::protocol::record_batch::{BatchScanner, RecordIter, RECORD_BATCH_OVERHEAD};
 use kastle::server::{Broker, BrokerHandle};
 use kastle::types::TopicPartition;
@@ -144,7 +145,8 @@ async fn a_dead_log_dir_moves_leadership_keeps_the_other_dir_serving_and_loses_n
     b1.log_manager().faults().fail_dir(&dead);
     let failed = wire.send(&produce_request("doomed", -1, b"into-the-void"), 7).await;
     assert_eq!(
-        failed.responses[0].partition_responses[0].error_code, 56,
+        failed.responses[0].partition_responses[0].error_code,
+        ec::KAFKA_STORAGE_ERROR,
         "KAFKA_STORAGE_ERROR"
     );
     wait_until(Duration::from_secs(30), "leadership off the dead dir", || async {

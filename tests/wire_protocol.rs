@@ -18,6 +18,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kastle::config::KafkaConfig;
+use kastle::protocol::error_codes as ec;
 use kastle::protocol::test_support::build_batch;
 use kastle::server::{Broker, BrokerHandle};
 
@@ -128,26 +129,32 @@ async fn a_partition_led_elsewhere_answers_not_leader_and_a_stale_controller_is_
     let batch = build_batch(0, -1, &[(None, Some(&b"v"[..]))], 1);
     let response: ProduceResponse = wire.send(&produce("elsewhere", 0, 1, batch), 9).await;
     assert_eq!(
-        response.responses[0].partition_responses[0].error_code, 6,
+        response.responses[0].partition_responses[0].error_code,
+        ec::NOT_LEADER_OR_FOLLOWER,
         "NOT_LEADER_OR_FOLLOWER"
     );
     let response: ProduceResponse = wire
         .send(&produce("nosuch", 0, 1, build_batch(0, -1, &[(None, None)], 1)), 9)
         .await;
     assert_eq!(
-        response.responses[0].partition_responses[0].error_code, 3,
+        response.responses[0].partition_responses[0].error_code,
+        ec::UNKNOWN_TOPIC_OR_PARTITION,
         "UNKNOWN_TOPIC_OR_PARTITION"
     );
     let stale = LeaderAndIsrRequest::default()
         .with_controller_epoch(0)
         .with_broker_epoch(broker.broker_epoch().0);
     let response: LeaderAndIsrResponse = wire.send(&stale, 7).await;
-    assert_eq!(response.error_code, 11, "STALE_CONTROLLER_EPOCH");
+    assert_eq!(
+        response.error_code,
+        ec::STALE_CONTROLLER_EPOCH,
+        "STALE_CONTROLLER_EPOCH"
+    );
     let old_incarnation = LeaderAndIsrRequest::default()
         .with_controller_epoch(common::wire::TEST_CONTROLLER_EPOCH)
         .with_broker_epoch(broker.broker_epoch().0 - 1);
     let response: LeaderAndIsrResponse = wire.send(&old_incarnation, 7).await;
-    assert_eq!(response.error_code, 77, "STALE_BROKER_EPOCH");
+    assert_eq!(response.error_code, ec::STALE_BROKER_EPOCH, "STALE_BROKER_EPOCH");
     broker.shutdown().await.expect("shutdown");
 }
 
@@ -297,7 +304,8 @@ async fn stop_replica_with_delete_removes_the_partition_and_its_log() {
         .send(&produce("led", 0, 1, build_batch(0, -1, &[(None, None)], 1)), 9)
         .await;
     assert_eq!(
-        response.responses[0].partition_responses[0].error_code, 3,
+        response.responses[0].partition_responses[0].error_code,
+        ec::UNKNOWN_TOPIC_OR_PARTITION,
         "UNKNOWN_TOPIC_OR_PARTITION"
     );
     broker.shutdown().await.expect("shutdown");
@@ -329,14 +337,20 @@ async fn metadata_for_an_unknown_topic_creates_it_in_zookeeper_like_kafkas_admin
     };
     let response: MetadataResponse = wire.send(&ask("not-created", false), 12).await;
     assert_eq!(
-        response.topics[0].error_code, 3,
+        response.topics[0].error_code,
+        ec::UNKNOWN_TOPIC_OR_PARTITION,
         "UNKNOWN_TOPIC_OR_PARTITION without auto creation"
     );
     let response: MetadataResponse = wire.send(&ask("bad name!", true), 12).await;
-    assert_eq!(response.topics[0].error_code, 17, "INVALID_TOPIC_EXCEPTION");
+    assert_eq!(
+        response.topics[0].error_code,
+        ec::INVALID_TOPIC_EXCEPTION,
+        "INVALID_TOPIC_EXCEPTION"
+    );
     let response: MetadataResponse = wire.send(&ask("auto-made", true), 12).await;
     assert_eq!(
-        response.topics[0].error_code, 5,
+        response.topics[0].error_code,
+        ec::LEADER_NOT_AVAILABLE,
         "LEADER_NOT_AVAILABLE until the controller elects"
     );
 
@@ -370,7 +384,8 @@ async fn produce_errors_carry_kafkas_codes_per_partition() {
     let good = || build_batch(0, -1, &[(None, Some(&b"v"[..]))], 1);
     let response: ProduceResponse = wire.send(&produce("led", 0, 2, good()), 9).await;
     assert_eq!(
-        response.responses[0].partition_responses[0].error_code, 21,
+        response.responses[0].partition_responses[0].error_code,
+        ec::INVALID_REQUIRED_ACKS,
         "INVALID_REQUIRED_ACKS"
     );
     let mut corrupt = good();
@@ -378,20 +393,26 @@ async fn produce_errors_carry_kafkas_codes_per_partition() {
     corrupt[last] ^= 0xFF;
     let response: ProduceResponse = wire.send(&produce("led", 0, 1, corrupt), 9).await;
     assert_eq!(
-        response.responses[0].partition_responses[0].error_code, 2,
+        response.responses[0].partition_responses[0].error_code,
+        ec::CORRUPT_MESSAGE,
         "CORRUPT_MESSAGE"
     );
     let huge = build_batch(0, -1, &[(None, Some(&vec![7u8; 1_100_000][..]))], 1);
     let response: ProduceResponse = wire.send(&produce("led", 0, 1, huge), 9).await;
     assert_eq!(
-        response.responses[0].partition_responses[0].error_code, 10,
+        response.responses[0].partition_responses[0].error_code,
+        ec::MESSAGE_TOO_LARGE,
         "MESSAGE_TOO_LARGE"
     );
     let response: ProduceResponse = wire.send(&produce("led", 0, 1, good()), 9).await;
     let ok = &response.responses[0].partition_responses[0];
     assert_eq!((ok.error_code, ok.base_offset), (0, 0), "nothing invalid was written");
     let response: FetchResponse = wire.send(&fetch("led", 5, 0, 1), 12).await;
-    assert_eq!(response.responses[0].partitions[0].error_code, 1, "OFFSET_OUT_OF_RANGE");
+    assert_eq!(
+        response.responses[0].partitions[0].error_code,
+        ec::OFFSET_OUT_OF_RANGE,
+        "OFFSET_OUT_OF_RANGE"
+    );
     broker.shutdown().await.expect("shutdown");
 }
 
@@ -409,11 +430,11 @@ async fn leader_epochs_fence_stale_and_future_callers_and_answer_epoch_end_offse
     }
     // (topic, current leader epoch, requested epoch) → (error, epoch, end offset)
     let cases = [
-        ("led", 1, 1, (0, 1, 2)),
-        ("led", -1, 0, (0, 0, 0)),         // below the first epoch: where the log starts
-        ("led", 0, 1, (74, -1, -1)),       // FENCED_LEADER_EPOCH
-        ("led", 2, 1, (76, -1, -1)),       // UNKNOWN_LEADER_EPOCH
-        ("elsewhere", -1, 1, (6, -1, -1)), // NOT_LEADER_OR_FOLLOWER
+        ("led", 1, 1, (ec::NONE, 1, 2)),
+        ("led", -1, 0, (ec::NONE, 0, 0)), // below the first epoch: where the log starts
+        ("led", 0, 1, (ec::FENCED_LEADER_EPOCH, -1, -1)),
+        ("led", 2, 1, (ec::UNKNOWN_LEADER_EPOCH, -1, -1)),
+        ("elsewhere", -1, 1, (ec::NOT_LEADER_OR_FOLLOWER, -1, -1)),
     ];
     for (topic, current, requested, expected) in cases {
         let request = OffsetForLeaderEpochRequest::default()
@@ -436,7 +457,7 @@ async fn leader_epochs_fence_stale_and_future_callers_and_answer_epoch_end_offse
     let mut stale = fetch("led", 0, 0, 1);
     stale.topics[0].partitions[0].current_leader_epoch = 0;
     let response: FetchResponse = wire.send(&stale, 12).await;
-    assert_eq!(response.responses[0].partitions[0].error_code, 74);
+    assert_eq!(response.responses[0].partitions[0].error_code, ec::FENCED_LEADER_EPOCH);
     let future = ListOffsetsRequest::default()
         .with_replica_id(KpBrokerId(-1))
         .with_topics(vec![ListOffsetsTopic::default()
@@ -445,6 +466,6 @@ async fn leader_epochs_fence_stale_and_future_callers_and_answer_epoch_end_offse
                 .with_current_leader_epoch(2)
                 .with_timestamp(-1)])]);
     let response: ListOffsetsResponse = wire.send(&future, 4).await;
-    assert_eq!(response.topics[0].partitions[0].error_code, 76);
+    assert_eq!(response.topics[0].partitions[0].error_code, ec::UNKNOWN_LEADER_EPOCH);
     broker.shutdown().await.expect("shutdown");
 }

@@ -16,7 +16,6 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::error::ParseResponseErrorCode;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
@@ -25,6 +24,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::client::{BrokerConnection, ClientError};
+use crate::protocol::error_codes as ec;
 use crate::protocol::record_batch::BatchScanner;
 
 /// What to read, with kafka-consumer-perf-test's defaults.
@@ -273,12 +273,9 @@ pub enum PerfError {
     Task(#[from] tokio::task::JoinError),
 }
 
-/// `"error code 6 (NotLeaderOrFollower)"`.
+/// `"error code 6 (NOT_LEADER_OR_FOLLOWER)"`.
 pub fn error_name(code: i16) -> String {
-    match code.err() {
-        Some(e) => format!("error code {code} ({e:?})"),
-        None => format!("error code {code}"),
-    }
+    format!("error code {code} ({})", ec::name(code))
 }
 
 /// The highest version of `api` in `ours` that the broker speaks, or a typed error.
@@ -406,8 +403,8 @@ mod tests {
     fn error_codes_and_unusable_responses_are_errors() {
         let options = PerfConsumeOptions::new("b:1", "perf", 10);
         assert_eq!(
-            read_partition(&response(Vec::new(), 1), &options, 0),
-            Err(ReadError::Code(1))
+            read_partition(&response(Vec::new(), ec::OFFSET_OUT_OF_RANGE), &options, 0),
+            Err(ReadError::Code(ec::OFFSET_OUT_OF_RANGE))
         );
         let empty = read_partition(&response(Vec::new(), 0), &options, 7).expect("empty is fine");
         assert_eq!(

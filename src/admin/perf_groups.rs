@@ -33,6 +33,7 @@ use crate::log::failure::LogDirFailureChannel;
 use crate::log::file::Faults;
 use crate::log::log::{Log, LogContext};
 use crate::log::log_manager::SharedLog;
+use crate::protocol::error_codes as ec;
 use crate::protocol::test_support::{build_batch, KeyValue};
 use crate::types::TopicPartition;
 
@@ -194,8 +195,11 @@ async fn round(
     let mut ids = ids.to_vec();
     for (c, id) in conns.iter().zip(ids.iter_mut()).filter(|(_, id)| id.is_empty()) {
         let r = c.send(join_request(group, ""), 5).await.map_err(err)?;
-        if r.error_code != 79 {
-            return Err(err(format!("JoinGroup without a member id: error {}", r.error_code)));
+        if r.error_code != ec::MEMBER_ID_REQUIRED {
+            return Err(err(format!(
+                "JoinGroup without a member id: {}",
+                ec::name(r.error_code)
+            )));
         }
         *id = r.member_id.to_string();
     }
@@ -206,9 +210,9 @@ async fn round(
             loop {
                 let r = c.send(join_request(&group, &id), 5).await.map_err(err)?;
                 match r.error_code {
-                    0 => return Ok::<_, std::io::Error>((i, r)),
-                    79 => id = r.member_id.to_string(),
-                    code => return Err(err(format!("JoinGroup error {code}"))),
+                    ec::NONE => return Ok::<_, std::io::Error>((i, r)),
+                    ec::MEMBER_ID_REQUIRED => id = r.member_id.to_string(),
+                    code => return Err(err(format!("JoinGroup error {}", ec::name(code)))),
                 }
             }
         });

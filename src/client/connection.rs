@@ -161,10 +161,14 @@ impl BrokerConnection {
                     debug!(broker = %self.addr(), from = version, to = lower, "ApiVersions unsupported; retrying (KIP-511)");
                     version = lower;
                 }
-                ApiVersionsReply::Failed { error_code } => {
+                ApiVersionsReply::Failed { error } => {
                     return Err(ClientError::Protocol {
                         addr: self.addr().to_owned(),
-                        reason: format!("ApiVersions v{version} failed with error code {error_code}"),
+                        reason: format!(
+                            "ApiVersions v{version} failed with {} ({})",
+                            crate::protocol::error_codes::name(error.code()),
+                            error.code()
+                        ),
                     });
                 }
             }

@@ -262,7 +262,9 @@ fn api_versions_reply(script: &Script, version: i16, correlation_id: i32) -> Byt
     if version > script.api_versions_max {
         // KIP-511: answer at v0 with UNSUPPORTED_VERSION (and, since 2.4, the key list).
         let keys = if script.keys_in_error_reply { keys } else { Vec::new() };
-        let body = ApiVersionsResponse::default().with_error_code(35).with_api_keys(keys);
+        let body = ApiVersionsResponse::default()
+            .with_error_code(crate::protocol::error_codes::UNSUPPORTED_VERSION)
+            .with_api_keys(keys);
         response_frame(ApiKey::ApiVersions, 0, correlation_id, &body)
     } else {
         response_frame(

@@ -13,8 +13,8 @@ use kafka_protocol::protocol::Decodable;
 /// client software name and version).
 pub const API_VERSIONS_FIRST_VERSION: i16 = 3;
 
-/// Kafka's `UNSUPPORTED_VERSION` error code.
-pub const UNSUPPORTED_VERSION: i16 = 35;
+use crate::protocol::error_codes::ResponseError;
+pub use crate::protocol::error_codes::UNSUPPORTED_VERSION;
 
 /// The `(min, max)` version range per API key that a broker advertised.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,8 +61,8 @@ pub enum ApiVersionsReply {
     Accepted(ApiVersionRanges),
     /// KIP-511: the broker does not speak our ApiVersions version; ask again at this one.
     RetryAt(i16),
-    /// Any other error code: the broker refuses the connection (Kafka disconnects).
-    Failed { error_code: i16 },
+    /// Any other error: the broker refuses the connection (Kafka disconnects).
+    Failed { error: ResponseError },
 }
 
 /// Reads the body of an ApiVersions reply to a request sent at `sent_version`.
@@ -96,7 +96,9 @@ pub fn read_api_versions_reply(body: Bytes, sent_version: i16) -> Result<ApiVers
             // Never retry at a version we already tried, so the handshake terminates.
             ApiVersionsReply::RetryAt(broker_max.clamp(0, sent_version - 1))
         }
-        error_code => ApiVersionsReply::Failed { error_code },
+        code => ApiVersionsReply::Failed {
+            error: ResponseError::try_from_code(code).unwrap_or(ResponseError::Unknown(code)),
+        },
     })
 }
 
@@ -183,27 +185,30 @@ mod tests {
 
     #[test]
     fn an_error_35_without_an_api_versions_entry_retries_at_v0() {
-        let body = encoded(&response(35, &[]), 0);
+        let body = encoded(&response(UNSUPPORTED_VERSION, &[]), 0);
         assert_eq!(read_api_versions_reply(body, 3), Ok(ApiVersionsReply::RetryAt(0)));
     }
 
     #[test]
     fn a_broker_max_not_below_the_sent_version_still_lowers_the_retry_version() {
-        let body = encoded(&response(35, &[(ApiKey::ApiVersions, 0, 4)]), 0);
+        let body = encoded(&response(UNSUPPORTED_VERSION, &[(ApiKey::ApiVersions, 0, 4)]), 0);
         assert_eq!(read_api_versions_reply(body, 3), Ok(ApiVersionsReply::RetryAt(2)));
     }
 
     #[test]
     fn error_35_at_v0_and_other_errors_fail_the_handshake() {
-        let body = encoded(&response(35, &[]), 0);
+        let body = encoded(&response(UNSUPPORTED_VERSION, &[]), 0);
         assert_eq!(
             read_api_versions_reply(body, 0),
-            Ok(ApiVersionsReply::Failed { error_code: 35 })
+            Ok(ApiVersionsReply::Failed {
+                error: ResponseError::UnsupportedVersion
+            })
         );
-        let body = encoded(&response(31, &[]), 3);
+        let refused = ResponseError::ClusterAuthorizationFailed;
+        let body = encoded(&response(refused.code(), &[]), 3);
         assert_eq!(
             read_api_versions_reply(body, 3),
-            Ok(ApiVersionsReply::Failed { error_code: 31 })
+            Ok(ApiVersionsReply::Failed { error: refused })
         );
     }
 

@@ -12,6 +12,7 @@ use kafka_protocol::messages::{LeaderAndIsrRequest, StopReplicaRequest, StopRepl
 use tokio::sync::{mpsc, oneshot};
 
 use crate::client::{BrokerConnection, ClientError};
+use crate::protocol::error_codes as ec;
 use crate::types::BrokerId;
 
 /// A request the controller sends.
@@ -189,8 +190,8 @@ async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<O
     match request {
         ControlRequest::LeaderAndIsr(r) => {
             let response = conn.send(r.clone(), 7).await?;
-            if response.error_code != 0 {
-                tracing::warn!(error = response.error_code, "LeaderAndIsr refused");
+            if response.error_code != ec::NONE {
+                tracing::warn!(error = %ec::name(response.error_code), "LeaderAndIsr refused");
             }
             // v5+ answers by topic id; map ids back to names from the request.
             let mut offline = Vec::new();
@@ -201,7 +202,7 @@ async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<O
                     .find(|t| t.topic_id == topic.topic_id)
                     .map(|t| t.topic_name.0.to_string());
                 for p in &topic.partition_errors {
-                    if p.error_code == KAFKA_STORAGE_ERROR {
+                    if p.error_code == ec::KAFKA_STORAGE_ERROR {
                         if let Some(name) = &name {
                             offline.push((name.clone(), p.partition_index));
                         }
@@ -212,15 +213,15 @@ async fn send_one(conn: &BrokerConnection, request: &ControlRequest) -> Result<O
         }
         ControlRequest::UpdateMetadata(r) => {
             let response = conn.send(r.clone(), 8).await?;
-            if response.error_code != 0 {
-                tracing::warn!(error = response.error_code, "UpdateMetadata refused");
+            if response.error_code != ec::NONE {
+                tracing::warn!(error = %ec::name(response.error_code), "UpdateMetadata refused");
             }
             Ok(None)
         }
         ControlRequest::StopReplica(r) => {
             let response = conn.send(r.clone(), 4).await?;
-            if response.error_code != 0 {
-                tracing::warn!(error = response.error_code, "StopReplica refused");
+            if response.error_code != ec::NONE {
+                tracing::warn!(error = %ec::name(response.error_code), "StopReplica refused");
             }
             Ok(deletions(r, &response))
         }
@@ -258,8 +259,6 @@ pub fn deletions(request: &StopReplicaRequest, response: &StopReplicaResponse) -
         results,
     })
 }
-
-const KAFKA_STORAGE_ERROR: i16 = 56;
 
 #[cfg(test)]
 mod tests {
@@ -319,7 +318,7 @@ mod tests {
             Some(deleted(vec![(key(0), 0), (key(1), 56)]))
         );
         assert_eq!(
-            deletions(&req, &answered(&[]).with_error_code(11)),
+            deletions(&req, &answered(&[]).with_error_code(ec::STALE_CONTROLLER_EPOCH)),
             Some(deleted(vec![(key(0), 11), (key(1), 11)]))
         );
         assert_eq!(deletions(&request(&[(0, false)]), &answered(&[(0, 0)])), None);

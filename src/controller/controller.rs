@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use super::channel::{Answer, ControlRequest, ControllerChannel};
 use super::decisions;
 use super::election_backoff::{missing_tree_path, ElectionBackoff};
+use super::error::ControllerError;
 use super::event_manager::{self, Event, EventQueue, Reply, Trigger, ZNodeWatches};
 use super::partition_state::PartitionState;
 use super::replica_changes;
@@ -25,16 +26,16 @@ use crate::zk::session::SessionEvent;
 use crate::zk::store::{WatchMode, ZkStore};
 use crate::zk::ZkSession;
 
-/// The answer to a ControlledShutdown: partitions the broker still leads, or an error code.
-pub type ShutdownResult = Result<Vec<(String, i32)>, i16>;
+/// The answer to a ControlledShutdown: partitions the broker still leads, or why not.
+pub type ShutdownResult = Result<Vec<(String, i32)>, ControllerError>;
 
-/// Per-partition outcome of an ElectLeaders request (error code 0 = elected), or an error
-/// for the whole request.
-pub type ElectionOutcome = Result<Vec<((String, i32), i16)>, i16>;
+/// Per-partition outcome of an ElectLeaders request (`Ok` = elected), or an error for the
+/// whole request.
+pub type ElectionOutcome = Result<Vec<((String, i32), Result<(), ControllerError>)>, ControllerError>;
 
 /// Why a controlled shutdown could not be handled.
 pub(super) enum ShutdownError {
-    Code(i16),
+    Refused(ControllerError),
     Zk(ControllerZkError),
 }
 
@@ -106,7 +107,7 @@ impl ControllerHandle {
         count: i32,
         assignment: Option<Vec<Vec<BrokerId>>>,
         validate_only: bool,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ControllerError> {
         let (reply, rx) = Reply::new();
         if !self.events.put(Event::CreatePartitions {
             topic,
@@ -237,9 +238,7 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
     ControllerHandle { active, events: queue }
 }
 
-pub(super) const NOT_CONTROLLER: i16 = 41;
-pub(super) const BROKER_NOT_AVAILABLE: i16 = 8;
-pub(super) const STALE_BROKER_EPOCH: i16 = 77;
+const NOT_CONTROLLER: ControllerError = ControllerError::NotController;
 
 impl Controller {
     async fn process(&mut self, event: Event) {
@@ -317,8 +316,8 @@ impl Controller {
                         reply.send(Ok(remaining));
                         Ok(())
                     }
-                    Err(ShutdownError::Code(code)) => {
-                        reply.send(Err(code));
+                    Err(ShutdownError::Refused(e)) => {
+                        reply.send(Err(e));
                         Ok(())
                     }
                     Err(ShutdownError::Zk(e)) => {

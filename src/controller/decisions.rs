@@ -5,6 +5,9 @@
 use std::collections::{BTreeSet, HashSet};
 
 use super::election;
+use super::error::ControllerError::{
+    self, ElectionNotNeeded, EligibleLeadersNotAvailable, PreferredLeaderNotAvailable,
+};
 use super::zk_ops::StoredLeadership;
 use crate::types::BrokerId;
 
@@ -122,26 +125,19 @@ pub fn leader_change(previous: Option<&StoredLeadership>, next: &StoredLeadershi
     }
 }
 
-/// ELECTION_NOT_NEEDED: the wanted leader already leads.
-pub const ELECTION_NOT_NEEDED: i16 = 84;
-/// PREFERRED_LEADER_NOT_AVAILABLE: the first assigned replica is dead or out of sync.
-pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
-/// ELIGIBLE_LEADERS_NOT_AVAILABLE: no live replica can lead.
-pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
-
 /// Preferred-replica election: the first assigned replica leads if it is live and in sync.
 pub fn preferred(
     assignment: &[BrokerId],
     current: &StoredLeadership,
     live: &BTreeSet<BrokerId>,
     controller_epoch: i32,
-) -> Result<StoredLeadership, i16> {
+) -> Result<StoredLeadership, ControllerError> {
     if assignment.first().is_some_and(|p| p.0 == current.leader) {
-        return Err(ELECTION_NOT_NEEDED);
+        return Err(ElectionNotNeeded);
     }
     let live: HashSet<BrokerId> = live.iter().copied().collect();
     let result = election::preferred_replica_election(assignment, &to_election(current), &live)
-        .ok_or(PREFERRED_LEADER_NOT_AVAILABLE)?;
+        .ok_or(PreferredLeaderNotAvailable)?;
     Ok(stored(result.new, current, controller_epoch))
 }
 
@@ -152,13 +148,13 @@ pub fn unclean(
     current: &StoredLeadership,
     live: &BTreeSet<BrokerId>,
     controller_epoch: i32,
-) -> Result<StoredLeadership, i16> {
+) -> Result<StoredLeadership, ControllerError> {
     if current.leader >= 0 && live.contains(&BrokerId(current.leader)) {
-        return Err(ELECTION_NOT_NEEDED);
+        return Err(ElectionNotNeeded);
     }
     let live: HashSet<BrokerId> = live.iter().copied().collect();
     let result = election::offline_partition_election(assignment, &to_election(current), &live, true)
-        .ok_or(ELIGIBLE_LEADERS_NOT_AVAILABLE)?;
+        .ok_or(EligibleLeadersNotAvailable)?;
     Ok(stored(result.new, current, controller_epoch))
 }
 

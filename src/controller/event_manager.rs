@@ -71,7 +71,7 @@ pub(super) enum Event {
         count: i32,
         assignment: Option<Vec<Vec<BrokerId>>>,
         validate_only: bool,
-        reply: Reply<Result<(), i16>>,
+        reply: Reply<Result<(), super::error::ControllerError>>,
     },
     /// A broker answered KAFKA_STORAGE_ERROR for these replicas.
     OfflineReplicas {

@@ -6,7 +6,7 @@
 //! [`election_backoff`] spaces failed elections and recognises a deleted ZooKeeper tree;
 //! `event_manager` the event queue and the watches that feed it; `operations` the
 //! operator-facing work (controlled shutdown, leader elections, log-dir failures,
-//! CreatePartitions); `topic_deletion` deleting topics; `modifications` in-place edits of topic
+//! CreatePartitions), whose refusals are [`error::ControllerError`]; `topic_deletion` deleting topics; `modifications` in-place edits of topic
 //! and broker znodes; `notifications` ISR-change notifications and stale notifications at
 //! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O; [`channel`] one sender per
 //! broker, reporting the answers the controller acts on; [`requests`] builds the requests.
@@ -21,6 +21,7 @@ pub mod controller;
 pub mod decisions;
 pub mod election;
 pub mod election_backoff;
+pub mod error;
 mod event_manager;
 pub mod modifications;
 mod notifications;
@@ -37,3 +38,4 @@ mod topic_deletion;
 pub mod zk_ops;
 
 pub use controller::{start, ControllerConfig, ControllerHandle};
+pub use error::ControllerError;

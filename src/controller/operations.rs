@@ -6,8 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::controller::{Controller, ShutdownError, BROKER_NOT_AVAILABLE, NOT_CONTROLLER, STALE_BROKER_EPOCH};
+use super::controller::{Controller, ShutdownError};
 use super::decisions;
+use super::error::ControllerError;
 use super::replica_changes;
 use super::replica_state::ReplicaState;
 use super::zk_ops::{self, ControllerZkError};
@@ -25,13 +26,13 @@ impl Controller {
     ) -> Result<Vec<(String, i32)>, ShutdownError> {
         let started = std::time::Instant::now();
         let Some(active) = self.active.as_mut() else {
-            return Err(ShutdownError::Code(NOT_CONTROLLER));
+            return Err(ShutdownError::Refused(ControllerError::NotController));
         };
         let Some(registered) = active.ctx.live_brokers.get(&broker) else {
-            return Err(ShutdownError::Code(BROKER_NOT_AVAILABLE));
+            return Err(ShutdownError::Refused(ControllerError::BrokerNotAvailable));
         };
         if broker_epoch != -1 && broker_epoch < registered.epoch {
-            return Err(ShutdownError::Code(STALE_BROKER_EPOCH));
+            return Err(ShutdownError::Refused(ControllerError::StaleBrokerEpoch));
         }
         active.ctx.shutting_down.insert(broker);
         // Partitions it leads or follows in sync, re-read before deciding (see `refresh`).
@@ -44,7 +45,7 @@ impl Controller {
             .collect();
         self.refresh_leaderships(involved).await.map_err(ShutdownError::Zk)?;
         let Some(active) = self.active.as_ref() else {
-            return Err(ShutdownError::Code(NOT_CONTROLLER));
+            return Err(ShutdownError::Refused(ControllerError::NotController));
         };
         let ctx = &active.ctx;
         let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
@@ -70,7 +71,7 @@ impl Controller {
             .await
             .map_err(ShutdownError::Zk)?;
         let Some(active) = self.active.as_mut() else {
-            return Err(ShutdownError::Code(NOT_CONTROLLER));
+            return Err(ShutdownError::Refused(ControllerError::NotController));
         };
         // It left those ISRs: its replicas there are Offline (Kafka's OfflineReplica step).
         active.ctx.change_replica_states(&followed, ReplicaState::Offline);
@@ -90,12 +91,12 @@ impl Controller {
     }
 
     /// Runs preferred (or unclean) elections for `partitions` (all when `None`), writes the
-    /// results fenced and announces them; returns each partition's error code.
+    /// results fenced and announces them; returns each partition's outcome.
     pub(super) async fn on_elect_leaders(
         &mut self,
         partitions: Option<Vec<(String, i32)>>,
         unclean: bool,
-    ) -> Result<Vec<((String, i32), i16)>, ControllerZkError> {
+    ) -> Result<Vec<((String, i32), Result<(), ControllerError>)>, ControllerZkError> {
         let started = std::time::Instant::now();
         let Some(active) = self.active.as_ref() else {
             return Ok(Vec::new());
@@ -111,12 +112,11 @@ impl Controller {
         let mut updates = Vec::new();
         for key in wanted {
             let Some(current) = ctx.leaderships.get(&key) else {
-                outcome.push((key, crate::protocol::error_codes::UNKNOWN_TOPIC_OR_PARTITION));
+                outcome.push((key, Err(ControllerError::UnknownTopicOrPartition)));
                 continue;
             };
             if ctx.is_queued_for_deletion(&key.0) {
-                // Kafka: "Deletion of topic is in progress" (INVALID_TOPIC_EXCEPTION).
-                outcome.push((key, crate::protocol::error_codes::INVALID_TOPIC_EXCEPTION));
+                outcome.push((key, Err(ControllerError::TopicBeingDeleted)));
                 continue;
             }
             let assignment = ctx.replicas(&key.0, key.1);
@@ -128,9 +128,9 @@ impl Controller {
             match decided {
                 Ok(next) => {
                     updates.push((key.clone(), next));
-                    outcome.push((key, 0));
+                    outcome.push((key, Ok(())));
                 }
-                Err(code) => outcome.push((key, code)),
+                Err(e) => outcome.push((key, Err(e))),
             }
         }
         self.write_and_announce(started, Vec::new(), updates).await?;
@@ -209,7 +209,7 @@ impl Controller {
             return Ok(());
         }
         let outcome = self.on_elect_leaders(Some(wanted), false).await?;
-        let moved = outcome.iter().filter(|(_, code)| *code == 0).count();
+        let moved = outcome.iter().filter(|(_, r)| r.is_ok()).count();
         tracing::info!(moved, "auto leader rebalance");
         Ok(())
     }
@@ -301,19 +301,18 @@ impl Controller {
         count: i32,
         explicit: Option<Vec<Vec<BrokerId>>>,
         validate_only: bool,
-    ) -> Result<Result<(), i16>, ControllerZkError> {
+    ) -> Result<Result<(), ControllerError>, ControllerZkError> {
         use super::assignment::{assign_replicas_to_brokers, BrokerMetadata, PlacementStart, RackAwareMode};
-        const INVALID_PARTITIONS: i16 = 37;
-        const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+        use ControllerError::{InvalidPartitions, InvalidReplicaAssignment, InvalidReplicationFactor, NotController};
         let Some(active) = self.active.as_ref() else {
-            return Ok(Err(NOT_CONTROLLER));
+            return Ok(Err(NotController));
         };
         let Some(info) = active.ctx.topics.get(topic).cloned() else {
-            return Ok(Err(crate::protocol::error_codes::UNKNOWN_TOPIC_OR_PARTITION));
+            return Ok(Err(ControllerError::UnknownTopicOrPartition));
         };
         let current = info.assignment.len() as i32;
         if count <= current {
-            return Ok(Err(INVALID_PARTITIONS));
+            return Ok(Err(InvalidPartitions));
         }
         let rf = info.assignment.values().next().map_or(1, Vec::len);
         let live: Vec<BrokerMetadata> = active
@@ -334,7 +333,7 @@ impl Controller {
                             && r.iter().all(|b| active.ctx.is_live(*b))
                     });
                 if !ok {
-                    return Ok(Err(INVALID_REPLICA_ASSIGNMENT));
+                    return Ok(Err(InvalidReplicaAssignment));
                 }
                 lists
                     .into_iter()
@@ -352,7 +351,7 @@ impl Controller {
                 };
                 match assign_replicas_to_brokers(&live, count - current, rf as i32, RackAwareMode::Enforced, start) {
                     Ok(a) => a,
-                    Err(_) => return Ok(Err(38)),
+                    Err(_) => return Ok(Err(InvalidReplicationFactor)),
                 }
             }
         };
@@ -363,7 +362,7 @@ impl Controller {
         full.extend(added.clone());
         zk_ops::write_assignment(&self.zk, active.epoch_version, topic, &full).await?;
         let Some(active) = self.active.as_mut() else {
-            return Ok(Err(NOT_CONTROLLER));
+            return Ok(Err(NotController));
         };
         if let Some(t) = active.ctx.topics.get_mut(topic) {
             t.assignment = full;

@@ -21,6 +21,7 @@ use super::leader_epoch::LeaderEpochFileCache;
 use super::producer_state::{ProducerStateError, ProducerStateManager};
 use super::segment::{self, LogSegment, SegmentIoError};
 use super::timestamp_search::TimestampAndOffset;
+use crate::protocol::error_codes as ec;
 use crate::protocol::record_batch::{self, BatchError, BatchHeader};
 use crate::types::TopicPartition;
 
@@ -66,11 +67,11 @@ impl LogError {
     /// Kafka's error code for a response.
     pub fn error_code(&self) -> i16 {
         match self {
-            LogError::Storage { .. } | LogError::Offline { .. } => 56, // KAFKA_STORAGE_ERROR
-            LogError::OffsetOutOfRange { .. } => 1,
+            LogError::Storage { .. } | LogError::Offline { .. } => ec::KAFKA_STORAGE_ERROR,
+            LogError::OffsetOutOfRange { .. } => ec::OFFSET_OUT_OF_RANGE,
             LogError::InvalidBatch(e) => e.error_code(),
-            LogError::UnexpectedAppendOffset { .. } => 2, // CORRUPT_MESSAGE, as Kafka maps it
-            LogError::TooLargeForSegment { .. } => 18,    // RECORD_LIST_TOO_LARGE
+            LogError::UnexpectedAppendOffset { .. } => ec::CORRUPT_MESSAGE, // as Kafka maps it
+            LogError::TooLargeForSegment { .. } => ec::RECORD_LIST_TOO_LARGE,
             LogError::Producer(e) => e.error_code(),
         }
     }

@@ -2,6 +2,7 @@
 //! (`ProducerStateManagerTest`, `ProducerAppendInfo`).
 
 use super::*;
+use crate::protocol::error_codes as ec;
 
 fn batch(pid: i64, epoch: i16, first_seq: i32, count: i32, first_offset: i64, ts: i64) -> ProducerBatch {
     ProducerBatch {
@@ -39,9 +40,9 @@ fn sequences_must_continue_within_an_epoch() {
     client(&mut s, batch(7, 0, 0, 5, 0, 10)).expect("first");
     client(&mut s, batch(7, 0, 5, 5, 5, 10)).expect("next");
     let gap = client(&mut s, batch(7, 0, 11, 1, 10, 10)).expect_err("gap");
-    assert_eq!(gap.error_code(), 45);
+    assert_eq!(gap.error_code(), ec::OUT_OF_ORDER_SEQUENCE_NUMBER);
     let behind = client(&mut s, batch(7, 0, 3, 1, 10, 10)).expect_err("behind");
-    assert_eq!(behind.error_code(), 45);
+    assert_eq!(behind.error_code(), ec::OUT_OF_ORDER_SEQUENCE_NUMBER);
 }
 
 #[test]
@@ -63,7 +64,7 @@ fn a_retried_batch_is_found_among_the_last_five() {
     // A retry of a forgotten batch is out of sequence, as Kafka answers it.
     assert_eq!(
         client(&mut s, batch(7, 0, 2, 2, 99, 10)).expect_err("old").error_code(),
-        45
+        ec::OUT_OF_ORDER_SEQUENCE_NUMBER
     );
 }
 
@@ -72,7 +73,7 @@ fn an_older_epoch_is_fenced_with_invalid_producer_epoch() {
     let mut s = ProducerStateManager::new(0);
     client(&mut s, batch(7, 3, 0, 1, 0, 10)).expect("epoch 3");
     let e = client(&mut s, batch(7, 2, 1, 1, 1, 10)).expect_err("epoch 2");
-    assert_eq!(e.error_code(), 47);
+    assert_eq!(e.error_code(), ec::INVALID_PRODUCER_EPOCH);
 }
 
 #[test]
@@ -81,7 +82,7 @@ fn a_bumped_epoch_starts_at_sequence_zero() {
     let mut s = ProducerStateManager::new(0);
     client(&mut s, batch(7, 0, 0, 10, 0, 10)).expect("epoch 0");
     let e = client(&mut s, batch(7, 1, 10, 1, 10, 10)).expect_err("not at 0");
-    assert_eq!(e.error_code(), 45);
+    assert_eq!(e.error_code(), ec::OUT_OF_ORDER_SEQUENCE_NUMBER);
     client(&mut s, batch(7, 1, 0, 1, 10, 10)).expect("epoch 1 at 0");
     let entry = s.last_entry(7).expect("entry");
     assert_eq!(entry.producer_epoch, 1);
@@ -100,7 +101,7 @@ fn a_batch_without_sequence_is_an_invalid_record() {
     let mut s = ProducerStateManager::new(0);
     let mut b = batch(7, 0, 0, 1, 0, 10);
     b.first_seq = -1;
-    assert_eq!(client(&mut s, b).expect_err("no seq").error_code(), 87);
+    assert_eq!(client(&mut s, b).expect_err("no seq").error_code(), ec::INVALID_RECORD);
 }
 
 #[test]
@@ -117,7 +118,7 @@ fn batches_of_one_append_are_checked_against_each_other() {
     let gap = append
         .append(&s, &batch(7, 0, 9, 1, 6, 10))
         .expect_err("gap inside one append");
-    assert_eq!(gap.error_code(), 45);
+    assert_eq!(gap.error_code(), ec::OUT_OF_ORDER_SEQUENCE_NUMBER);
 }
 
 #[test]

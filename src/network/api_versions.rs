@@ -4,7 +4,6 @@
 //! Everything the network layer decides about versions reads [`SUPPORTED`]; to serve a new API,
 //! add its row here and teach the handler to answer it. Pure functions, no I/O.
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, ControlledShutdownResponse, FetchResponse, LeaderAndIsrResponse,
@@ -48,10 +47,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
 ];
 
-/// Error code 35: the request's version is outside the range we advertise.
-pub const UNSUPPORTED_VERSION: i16 = 35;
-/// Error code 42: the request is well-formed but invalid (KIP-511 client software fields).
-pub const INVALID_REQUEST: i16 = 42;
+/// The request's version is outside the range we advertise; INVALID_REQUEST: well-formed but
+/// invalid (KIP-511 client software fields).
+pub use crate::protocol::error_codes::{INVALID_REQUEST, UNSUPPORTED_VERSION};
 
 /// The `(min, max)` versions kastle serves for `api_key`, or `None` if it does not serve it.
 pub fn supported(api_key: ApiKey) -> Option<(i16, i16)> {
@@ -165,12 +163,7 @@ pub fn unsupported_version_response(api_key: ApiKey, version: i16) -> Option<Res
 
 /// Kafka's ErrorsPerSec `error` label for the codes the network layer itself writes.
 pub fn error_name(code: i16) -> String {
-    match ResponseError::try_from_code(code) {
-        None => "NONE".to_owned(),
-        Some(ResponseError::UnsupportedVersion) => "UNSUPPORTED_VERSION".to_owned(),
-        Some(ResponseError::InvalidRequest) => "INVALID_REQUEST".to_owned(),
-        Some(other) => format!("{other:?}"),
-    }
+    crate::protocol::error_codes::name(code)
 }
 
 fn api_keys() -> Vec<ApiVersion> {
@@ -330,7 +323,7 @@ mod tests {
     #[test]
     fn error_labels_use_kafka_error_names() {
         assert_eq!(error_name(0), "NONE");
-        assert_eq!(error_name(35), "UNSUPPORTED_VERSION");
-        assert_eq!(error_name(42), "INVALID_REQUEST");
+        assert_eq!(error_name(UNSUPPORTED_VERSION), "UNSUPPORTED_VERSION");
+        assert_eq!(error_name(INVALID_REQUEST), "INVALID_REQUEST");
     }
 }

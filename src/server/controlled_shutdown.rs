@@ -97,7 +97,7 @@ pub async fn run(
             }
             Ok(r) => tracing::warn!(
                 attempt,
-                error = r.error_code,
+                error = %crate::protocol::error_codes::name(r.error_code),
                 remaining = r.remaining_partitions.len(),
                 "controlled shutdown incomplete; retrying"
             ),

@@ -15,10 +15,39 @@ use crate::types::BrokerId;
 use crate::zk::kafka_zk_client::KafkaZkError;
 use crate::zk::store::ZkError;
 
-pub use crate::protocol::error_codes::{
-    INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, TOPIC_ALREADY_EXISTS,
-    UNKNOWN_SERVER_ERROR,
-};
+/// Why a topic was not created; [`TopicCreationError::error_code`] is the one mapping to Kafka's
+/// codes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopicCreationError {
+    #[error("invalid topic name: legal characters are [a-zA-Z0-9._-], at most 249")]
+    InvalidName,
+    #[error("the number of partitions must be at least 1")]
+    InvalidPartitions,
+    #[error("the replication factor must be between 1 and the number of live brokers")]
+    InvalidReplicationFactor,
+    #[error("the replica assignment must be contiguous from 0, of one size, on distinct live brokers")]
+    InvalidReplicaAssignment,
+    #[error("the topic already exists")]
+    AlreadyExists,
+    #[error("some brokers have a rack and others not")]
+    PartialRackInfo,
+    #[error("cannot write the topic to ZooKeeper: {0}")]
+    Zk(String),
+}
+
+impl TopicCreationError {
+    /// Kafka's error code for a response.
+    pub fn error_code(&self) -> i16 {
+        match self {
+            TopicCreationError::InvalidName => ec::INVALID_TOPIC_EXCEPTION,
+            TopicCreationError::InvalidPartitions => ec::INVALID_PARTITIONS,
+            TopicCreationError::InvalidReplicationFactor => ec::INVALID_REPLICATION_FACTOR,
+            TopicCreationError::InvalidReplicaAssignment => ec::INVALID_REPLICA_ASSIGNMENT,
+            TopicCreationError::AlreadyExists => ec::TOPIC_ALREADY_EXISTS,
+            TopicCreationError::PartialRackInfo | TopicCreationError::Zk(_) => ec::UNKNOWN_SERVER_ERROR,
+        }
+    }
+}
 
 /// Kafka's legal topic names: `[a-zA-Z0-9._-]`, 1–249 characters, not `.` or `..`.
 pub fn valid_topic_name(name: &str) -> bool {
@@ -40,10 +69,10 @@ pub struct NewTopic {
     pub configs: BTreeMap<String, String>,
 }
 
-/// The replica assignment of `topic` among `brokers`, or Kafka's error code.
-pub fn plan(topic: &NewTopic, brokers: &[BrokerMetadata]) -> Result<BTreeMap<i32, Vec<BrokerId>>, i16> {
+/// The replica assignment of `topic` among `brokers`, or why there is none.
+pub fn plan(topic: &NewTopic, brokers: &[BrokerMetadata]) -> Result<BTreeMap<i32, Vec<BrokerId>>, TopicCreationError> {
     if !valid_topic_name(&topic.name) {
-        return Err(ec::INVALID_TOPIC_EXCEPTION);
+        return Err(TopicCreationError::InvalidName);
     }
     if let Some(assignment) = &topic.assignment {
         let live: Vec<BrokerId> = brokers.iter().map(|b| b.id).collect();
@@ -53,10 +82,10 @@ pub fn plan(topic: &NewTopic, brokers: &[BrokerMetadata]) -> Result<BTreeMap<i32
             .values()
             .all(|r| r.iter().collect::<std::collections::BTreeSet<_>>().len() == r.len());
         if assignment.is_empty() || sizes.len() != 1 || !contiguous || !distinct || sizes.contains(&0) {
-            return Err(INVALID_REPLICA_ASSIGNMENT);
+            return Err(TopicCreationError::InvalidReplicaAssignment);
         }
         if assignment.values().flatten().any(|b| !live.contains(b)) {
-            return Err(INVALID_REPLICA_ASSIGNMENT);
+            return Err(TopicCreationError::InvalidReplicaAssignment);
         }
         return Ok(assignment.clone());
     }
@@ -75,9 +104,9 @@ pub fn plan(topic: &NewTopic, brokers: &[BrokerMetadata]) -> Result<BTreeMap<i32
         start,
     )
     .map_err(|e| match e {
-        AssignmentError::InvalidPartitions { .. } => INVALID_PARTITIONS,
-        AssignmentError::InvalidReplicationFactor { .. } => INVALID_REPLICATION_FACTOR,
-        AssignmentError::PartialRackInfo { .. } => UNKNOWN_SERVER_ERROR,
+        AssignmentError::InvalidPartitions { .. } => TopicCreationError::InvalidPartitions,
+        AssignmentError::InvalidReplicationFactor { .. } => TopicCreationError::InvalidReplicationFactor,
+        AssignmentError::PartialRackInfo { .. } => TopicCreationError::PartialRackInfo,
     })
 }
 
@@ -102,12 +131,16 @@ pub(crate) async fn live_brokers(apis: &KafkaApis) -> Vec<BrokerMetadata> {
     brokers
 }
 
-/// Validates, places and writes `topic`; `Ok(topic id)` or Kafka's error code.
-pub(crate) async fn create(apis: &KafkaApis, topic: &NewTopic, validate_only: bool) -> Result<uuid::Uuid, i16> {
+/// Validates, places and writes `topic`; `Ok(topic id)` or why not.
+pub(crate) async fn create(
+    apis: &KafkaApis,
+    topic: &NewTopic,
+    validate_only: bool,
+) -> Result<uuid::Uuid, TopicCreationError> {
     let brokers = live_brokers(apis).await;
     let assignment = plan(topic, &brokers)?;
     if apis.metadata_cache.topic(&topic.name).is_some() {
-        return Err(TOPIC_ALREADY_EXISTS);
+        return Err(TopicCreationError::AlreadyExists);
     }
     if validate_only {
         return Ok(uuid::Uuid::nil());
@@ -118,16 +151,16 @@ pub(crate) async fn create(apis: &KafkaApis, topic: &NewTopic, validate_only: bo
             tracing::info!(topic = %topic.name, ?assignment, "created topic");
             Ok(id)
         }
-        Err(KafkaZkError::Zk(ZkError::NodeExists { .. })) => Err(TOPIC_ALREADY_EXISTS),
+        Err(KafkaZkError::Zk(ZkError::NodeExists { .. })) => Err(TopicCreationError::AlreadyExists),
         Err(e) => {
             tracing::warn!(topic = %topic.name, error = %e, "topic creation failed");
-            Err(UNKNOWN_SERVER_ERROR)
+            Err(TopicCreationError::Zk(e.to_string()))
         }
     }
 }
 
-/// Metadata's auto creation with the broker defaults; `Err(code)` for the Metadata response.
-pub(crate) async fn create_topic(apis: &KafkaApis, name: &str) -> Result<(), i16> {
+/// Metadata's auto creation with the broker defaults; an existing topic is no error.
+pub(crate) async fn create_topic(apis: &KafkaApis, name: &str) -> Result<(), TopicCreationError> {
     let topic = NewTopic {
         name: name.to_string(),
         partitions: apis.config.num_partitions.max(1),
@@ -136,10 +169,10 @@ pub(crate) async fn create_topic(apis: &KafkaApis, name: &str) -> Result<(), i16
         configs: BTreeMap::new(),
     };
     match create(apis, &topic, false).await {
-        Ok(_) | Err(TOPIC_ALREADY_EXISTS) => Ok(()),
-        Err(code) => {
-            tracing::warn!(topic = name, code, "cannot auto-create topic");
-            Err(code)
+        Ok(_) | Err(TopicCreationError::AlreadyExists) => Ok(()),
+        Err(e) => {
+            tracing::warn!(topic = name, error = %e, "cannot auto-create topic");
+            Err(e)
         }
     }
 }
@@ -178,13 +211,14 @@ mod tests {
 
     #[test]
     fn plans_reject_what_kafka_rejects() {
-        assert_eq!(plan(&topic(0, 1), &brokers(3)), Err(INVALID_PARTITIONS));
-        assert_eq!(plan(&topic(3, 4), &brokers(3)), Err(INVALID_REPLICATION_FACTOR));
+        let code = |t: &NewTopic| plan(t, &brokers(3)).map_err(|e| e.error_code());
+        assert_eq!(code(&topic(0, 1)), Err(ec::INVALID_PARTITIONS));
+        assert_eq!(code(&topic(3, 4)), Err(ec::INVALID_REPLICATION_FACTOR));
         let bad_name = NewTopic {
             name: "a b".into(),
             ..topic(1, 1)
         };
-        assert_eq!(plan(&bad_name, &brokers(3)), Err(ec::INVALID_TOPIC_EXCEPTION));
+        assert_eq!(code(&bad_name), Err(ec::INVALID_TOPIC_EXCEPTION));
         let plan = plan(&topic(6, 3), &brokers(3)).expect("valid");
         assert!(plan.values().all(|r| r.len() == 3));
     }
@@ -202,19 +236,19 @@ mod tests {
         assert!(plan(&manual(&[(0, &[1, 2]), (1, &[2, 3])]), &brokers(3)).is_ok());
         assert_eq!(
             plan(&manual(&[(0, &[1, 2]), (1, &[2])]), &brokers(3)),
-            Err(INVALID_REPLICA_ASSIGNMENT)
+            Err(TopicCreationError::InvalidReplicaAssignment)
         );
         assert_eq!(
             plan(&manual(&[(0, &[1, 1])]), &brokers(3)),
-            Err(INVALID_REPLICA_ASSIGNMENT)
+            Err(TopicCreationError::InvalidReplicaAssignment)
         );
         assert_eq!(
             plan(&manual(&[(1, &[1])]), &brokers(3)),
-            Err(INVALID_REPLICA_ASSIGNMENT)
+            Err(TopicCreationError::InvalidReplicaAssignment)
         );
         assert_eq!(
             plan(&manual(&[(0, &[9])]), &brokers(3)),
-            Err(INVALID_REPLICA_ASSIGNMENT)
+            Err(TopicCreationError::InvalidReplicaAssignment)
         );
     }
 }

@@ -127,9 +127,26 @@ pub async fn act_as_controller(
     topics: &[TestTopic],
     leader_epoch: i32,
 ) {
-    let client = kastle::client::BrokerConnection::connect(addr, "test-controller", std::time::Duration::from_secs(10))
+    send_update_metadata(addr, broker_epoch, brokers, topics, leader_epoch).await;
+    send_leader_and_isr(addr, broker_epoch, brokers[0].0, topics, leader_epoch).await;
+}
+
+async fn test_controller_client(addr: &str) -> kastle::client::BrokerConnection {
+    kastle::client::BrokerConnection::connect(addr, "test-controller", std::time::Duration::from_secs(10))
         .await
-        .expect("internal client connects");
+        .expect("internal client connects")
+}
+
+/// The test controller's UpdateMetadata alone: what the broker's metadata cache (and so every
+/// client) learns, whether or not its replicas have been told (LeaderAndIsr) yet.
+pub async fn send_update_metadata(
+    addr: &str,
+    broker_epoch: i64,
+    brokers: &[(i32, String, i32)],
+    topics: &[TestTopic],
+    leader_epoch: i32,
+) {
+    let client = test_controller_client(addr).await;
     let live = brokers
         .iter()
         .map(|(id, host, port)| {
@@ -173,6 +190,17 @@ pub async fn act_as_controller(
         .with_topic_states(topic_states);
     let response: UpdateMetadataResponse = client.send(update, 8).await.expect("UpdateMetadata");
     assert_eq!(response.error_code, 0, "UpdateMetadata accepted");
+}
+
+/// The test controller's LeaderAndIsr alone: makes `leader_epoch` the replicas' epoch.
+pub async fn send_leader_and_isr(
+    addr: &str,
+    broker_epoch: i64,
+    controller_id: i32,
+    topics: &[TestTopic],
+    leader_epoch: i32,
+) {
+    let client = test_controller_client(addr).await;
     let states = topics
         .iter()
         .map(|t| {
@@ -198,7 +226,7 @@ pub async fn act_as_controller(
         })
         .collect();
     let leader_and_isr = LeaderAndIsrRequest::default()
-        .with_controller_id(BrokerId(brokers[0].0))
+        .with_controller_id(BrokerId(controller_id))
         .with_controller_epoch(TEST_CONTROLLER_EPOCH)
         .with_broker_epoch(broker_epoch)
         .with_topic_states(states);

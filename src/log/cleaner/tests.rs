@@ -14,6 +14,7 @@ use crate::log::config::LogConfig;
 use crate::log::failure::LogDirFailureChannel;
 use crate::log::file::Faults;
 use crate::log::log_manager::{lock, LogManager, LogManagerConfig};
+use crate::protocol::error_codes as ec;
 use crate::protocol::record_batch::{BatchHeader, BatchScanner, Compression, RecordIter, RECORDS_OFFSET};
 use crate::protocol::test_support::{build_batch, BatchBuilder, TestRecord};
 use crate::types::TopicPartition;
@@ -203,7 +204,7 @@ fn delete_policy_logs_are_not_cleaned_and_keyless_records_are_refused_when_compa
     let log = m.get_or_create_log(&tp("c"), 0).expect("log");
     let mut keyless = build_batch(0, -1, &[(None, Some(&b"v"[..]))], 1);
     let err = lock(&log).append_as_leader(&mut keyless, 0, 0).expect_err("keyless");
-    assert_eq!(err.error_code(), 87, "INVALID_RECORD");
+    assert_eq!(err.error_code(), ec::INVALID_RECORD, "INVALID_RECORD");
 }
 
 #[test]
@@ -437,7 +438,7 @@ fn a_producers_last_batch_stays_empty_so_its_state_survives_compaction_and_a_cra
     let gap = log
         .append_as_leader(&mut idempotent(7, &[b"a"]), 0, 0)
         .expect_err("gap");
-    assert_eq!(gap.error_code(), 45);
+    assert_eq!(gap.error_code(), ec::OUT_OF_ORDER_SEQUENCE_NUMBER);
     let next = log.append_as_leader(&mut idempotent(6, &[b"a"]), 0, 0).expect("next");
     assert_eq!(next.first_offset, leo);
 }

@@ -15,12 +15,9 @@ use super::header::{BatchHeader, Compression, CURRENT_MAGIC, RECORDS_OFFSET};
 use super::record::{RecordError, RecordIter};
 use super::scanner::{complete_batch, read_frame, ScanError};
 
-/// Kafka error codes for the failures below (`org.apache.kafka.common.protocol.Errors`).
-pub const CORRUPT_MESSAGE: i16 = 2;
-pub const MESSAGE_TOO_LARGE: i16 = 10;
-pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
-pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
-pub const INVALID_RECORD: i16 = 87;
+use crate::protocol::error_codes::{
+    CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, UNSUPPORTED_COMPRESSION_TYPE, UNSUPPORTED_FOR_MESSAGE_FORMAT,
+};
 
 /// A record batch a peer sent (or a file held) that kastle will not accept. Positions are byte
 /// offsets in the validated buffer.

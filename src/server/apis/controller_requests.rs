@@ -261,6 +261,6 @@ pub(super) async fn controlled_shutdown(
                 })
                 .collect(),
         ),
-        Err(code) => ControlledShutdownResponse::default().with_error_code(code),
+        Err(e) => ControlledShutdownResponse::default().with_error_code(e.error_code()),
     }
 }

@@ -37,9 +37,9 @@ pub(super) async fn handle(
                         if !request.validate_only {
                             waiting.push((name, topic.count));
                         }
-                        0
+                        crate::protocol::error_codes::NONE
                     }
-                    Err(code) => code,
+                    Err(e) => e.error_code(),
                 }
             }
         };

@@ -28,7 +28,10 @@ pub(super) async fn handle(
         let name = topic.name.0.to_string();
         let mut result = CreatableTopicResult::default().with_name(topic.name.clone());
         let outcome = if !active {
-            Err((ec::NOT_CONTROLLER, None))
+            Err((
+                ec::NOT_CONTROLLER,
+                Some("this broker is not the active controller".to_owned()),
+            ))
         } else {
             let assignment = (!topic.assignments.is_empty()).then(|| {
                 topic
@@ -64,14 +67,14 @@ pub(super) async fn handle(
             // Kafka's order: existence, placement, then the configs (`LogConfig.validate`);
             // nothing is written unless all pass.
             match topic_creation::create(apis, &new, true).await {
-                Err(code) => Err((code, None)),
+                Err(e) => Err((e.error_code(), Some(e.to_string()))),
                 Ok(_) => match topic_configs::validate(&configs) {
                     Err(refusal) => Err((ec::INVALID_CONFIG, Some(refusal.to_string()))),
                     Ok(()) if request.validate_only => Ok((uuid::Uuid::nil(), new)),
                     Ok(()) => topic_creation::create(apis, &new, false)
                         .await
                         .map(|id| (id, new))
-                        .map_err(|code| (code, None)),
+                        .map_err(|e| (e.error_code(), Some(e.to_string()))),
                 },
             }
         };
@@ -96,8 +99,7 @@ pub(super) async fn handle(
             Err((code, message)) => {
                 result.error_code = code;
                 if version >= 1 {
-                    let message = message.unwrap_or_else(|| format!("topic creation failed with error {code}"));
-                    result.error_message = Some(str_bytes(&message));
+                    result.error_message = message.map(|m| str_bytes(&m));
                 }
             }
         }

@@ -10,6 +10,7 @@ use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicN
 use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
 
+use crate::controller::error::result_code;
 use crate::protocol::error_codes::NOT_CONTROLLER;
 
 pub(super) async fn handle(
@@ -33,11 +34,12 @@ pub(super) async fn handle(
     match controller.elect_leaders(partitions, unclean).await {
         Ok(outcome) => {
             let mut by_topic: BTreeMap<String, Vec<PartitionResult>> = BTreeMap::new();
-            for ((topic, p), code) in outcome {
-                by_topic
-                    .entry(topic)
-                    .or_default()
-                    .push(PartitionResult::default().with_partition_id(p).with_error_code(code));
+            for ((topic, p), result) in outcome {
+                by_topic.entry(topic).or_default().push(
+                    PartitionResult::default()
+                        .with_partition_id(p)
+                        .with_error_code(result_code(result)),
+                );
             }
             ElectLeadersResponse::default().with_replica_election_results(
                 by_topic
@@ -50,6 +52,8 @@ pub(super) async fn handle(
                     .collect(),
             )
         }
-        Err(code) => ElectLeadersResponse::default().with_error_code(if ctx.api_version >= 1 { code } else { 0 }),
+        Err(e) => {
+            ElectLeadersResponse::default().with_error_code(if ctx.api_version >= 1 { e.error_code() } else { 0 })
+        }
     }
 }

@@ -51,7 +51,7 @@ async fn create_offsets_topic(apis: &KafkaApis) {
     };
     match topic_creation::create(apis, &topic, false).await {
         Ok(_) => tracing::info!(partitions = topic.partitions, rf, "created {OFFSETS_TOPIC}"),
-        Err(code) => tracing::debug!(code, "{OFFSETS_TOPIC} not created (it may exist already)"),
+        Err(e) => tracing::debug!(error = %e, "{OFFSETS_TOPIC} not created (it may exist already)"),
     }
 }
 

@@ -82,7 +82,7 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
                 } else if allow_auto && apis.config.auto_create_topics_enable {
                     match create_topic(apis, &name).await {
                         Ok(()) => ec::LEADER_NOT_AVAILABLE,
-                        Err(code) => code,
+                        Err(e) => e.error_code(),
                     }
                 } else {
                     ec::UNKNOWN_TOPIC_OR_PARTITION
