@@ -126,7 +126,11 @@ async fn a_stalled_log_dir_delays_neither_other_connections_nor_the_zookeeper_se
     }
     broker.log_manager().faults().stall_dir(stalled_dir, Duration::ZERO);
     while let Some(code) = produces.join_next().await {
-        assert_eq!(code.expect("producer task"), 0, "the stalled produces succeed in the end");
+        assert_eq!(
+            code.expect("producer task"),
+            0,
+            "the stalled produces succeed in the end"
+        );
     }
     let stalled_for = started.elapsed();
 
@@ -155,7 +159,11 @@ async fn a_stalled_log_dir_delays_neither_other_connections_nor_the_zookeeper_se
         "other connections were held up by the stalled disk: late answers {late:?}"
     );
     assert!(ended.is_empty(), "the ZooKeeper session ended: {ended:?}");
-    assert_eq!(now, Some(registered.czxid), "the broker's registration was lost or renewed");
+    assert_eq!(
+        now,
+        Some(registered.czxid),
+        "the broker's registration was lost or renewed"
+    );
     assert_eq!(broker.broker_epoch(), epoch);
     broker.shutdown().await.expect("shutdown");
 }

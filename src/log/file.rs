@@ -175,12 +175,19 @@ mod tests {
         let started = Instant::now();
         stalled.append(b"x").expect("append");
         stalled.sync().expect("sync");
-        assert!(started.elapsed() >= Duration::from_millis(400), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() >= Duration::from_millis(400),
+            "{:?}",
+            started.elapsed()
+        );
         let mut buf = [0u8; 1];
         let started = Instant::now();
         stalled.read_at(&mut buf, 0).expect("read");
         healthy.append(b"y").expect("append");
-        assert!(started.elapsed() < Duration::from_millis(200), "reads and other dirs are not stalled");
+        assert!(
+            started.elapsed() < Duration::from_millis(200),
+            "reads and other dirs are not stalled"
+        );
         faults.stall_dir(&slow, Duration::ZERO);
         let started = Instant::now();
         stalled.append(b"z").expect("append");

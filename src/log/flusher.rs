@@ -158,7 +158,10 @@ impl FlushScheduler {
 
 fn spawn_flusher(root: &Path) -> std::io::Result<Sender<FlushRequest>> {
     let (tx, rx) = mpsc::channel::<FlushRequest>();
-    let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     std::thread::Builder::new()
         .name(format!("flush-{name}"))
         .spawn(move || {

@@ -123,12 +123,18 @@ fn an_interval_flush_syncs_without_holding_the_log_lock() {
     loop {
         let answered = Instant::now();
         let rp = lock(&log).recovery_point();
-        assert!(answered.elapsed() < Duration::from_millis(90), "the log's lock was held through an fsync");
+        assert!(
+            answered.elapsed() < Duration::from_millis(90),
+            "the log's lock was held through an fsync"
+        );
         if rp == 3 {
             break;
         }
         assert!(Instant::now() < deadline, "the flush never finished");
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert!(flushing.join().expect("join").expect("flush"), "there was something to flush");
+    assert!(
+        flushing.join().expect("join").expect("flush"),
+        "there was something to flush"
+    );
 }

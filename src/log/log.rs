@@ -27,12 +27,12 @@ use super::timestamp_search::TimestampAndOffset;
 use crate::protocol::record_batch::{self, BatchError, BatchHeader};
 use crate::types::TopicPartition;
 
+#[path = "log_flush.rs"]
+mod flush;
 #[path = "log_producers.rs"]
 mod producers;
 #[path = "log_truncation.rs"]
 mod truncation;
-#[path = "log_flush.rs"]
-mod flush;
 use producers::ProducerCheck;
 
 /// Name of the leader-epoch checkpoint inside a partition dir.
