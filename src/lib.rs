@@ -9,7 +9,7 @@
 //! | [`types`] | newtypes for ids, epochs and versions shared by every subsystem |
 //! | [`zk`] | Kafka's ZooKeeper layout: typed paths, JSON payload models, the store abstraction (real client and in-memory fake), session handling, schema validation |
 //! | [`protocol`] | wire-level formats without I/O: record batches (validation, in-place offset assignment, compression codecs), Kafka's error codes, authorized-operation sets |
-//! | [`log`] | Kafka's on-disk log: segments, indexes, checkpoints, leader-epoch cache, recovery, retention, the LogManager and log-dir failure signalling |
+//! | [`log`] | Kafka's on-disk log: segments, indexes, checkpoints, leader-epoch cache, recovery, retention, background flushes, the LogManager and log-dir failure signalling |
 //! | [`controller`] | the ZK-mode controller: `/controller` election, epoch fencing, leader elections, requests to brokers |
 //! | [`client`] | the internal Kafka-protocol client: connections, correlation ids, timeouts, reconnect backoff, version negotiation |
 //! | [`network`] | listeners, framing, request headers, ApiVersions, per-connection ordering |

@@ -1,18 +1,22 @@
-//! File access for log segments, with the test seam for disk failures: every operation first
+//! File access for log segments, with the test seam for disk faults: every operation first
 //! asks the shared [`Faults`] whether its log dir has been made to fail, so a test can turn a
-//! healthy dir into a dead disk without root. Real I/O errors take the same path out.
+//! healthy dir into a dead disk without root, and every write and fsync asks whether the dir
+//! has been made slow, so a test can stall a disk. Real I/O errors take the same path out.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
-/// Log dirs whose I/O is made to fail (test seam). Cheap to clone; shared by a LogManager.
+/// Log dirs whose I/O is made to fail or stall (test seam). Cheap to clone; shared by a
+/// LogManager.
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
     failing: Arc<RwLock<HashSet<PathBuf>>>,
+    stalled: Arc<RwLock<HashMap<PathBuf, Duration>>>,
 }
 
 impl Faults {
@@ -24,6 +28,17 @@ impl Faults {
             .insert(dir.to_path_buf());
     }
 
+    /// From now on every write and fsync under `dir` takes `stall` longer, blocking the calling
+    /// thread as a slow disk does (`Duration::ZERO` makes the dir fast again).
+    pub fn stall_dir(&self, dir: &Path, stall: Duration) {
+        let mut stalled = self.stalled.write().unwrap_or_else(|p| p.into_inner());
+        if stall.is_zero() {
+            stalled.remove(dir);
+        } else {
+            stalled.insert(dir.to_path_buf(), stall);
+        }
+    }
+
     /// Errs with EIO when `path` lies under a failing dir.
     pub fn check(&self, path: &Path) -> io::Result<()> {
         let failing = self.failing.read().unwrap_or_else(|p| p.into_inner());
@@ -31,6 +46,29 @@ impl Faults {
             return Err(io::Error::from_raw_os_error(5)); // EIO
         }
         Ok(())
+    }
+
+    /// Before a write or fsync of `path`: [`Self::check`], then the dir's stall, if any.
+    pub fn check_write(&self, path: &Path) -> io::Result<()> {
+        self.check(path)?;
+        let stall = {
+            let stalled = self.stalled.read().unwrap_or_else(|p| p.into_inner());
+            stalled
+                .iter()
+                .filter(|(d, _)| path.starts_with(d))
+                .map(|(_, s)| *s)
+                .max()
+        };
+        if let Some(stall) = stall {
+            std::thread::sleep(stall);
+        }
+        Ok(())
+    }
+
+    /// fsyncs `file` (data, as [`LogFile::sync`]) through the seam; `path` names it.
+    pub fn sync(&self, path: &Path, file: &File) -> io::Result<()> {
+        self.check_write(path)?;
+        file.sync_data()
     }
 }
 
@@ -67,7 +105,7 @@ impl LogFile {
     }
 
     pub fn append(&mut self, data: &[u8]) -> io::Result<()> {
-        self.faults.check(&self.path)?;
+        self.faults.check_write(&self.path)?;
         if let Err(e) = self.file.write_all(data) {
             // A partial write leaves garbage at the tail; cut it so the file stays a valid log.
             let _ = self.file.set_len(self.size);
@@ -93,13 +131,18 @@ impl LogFile {
     }
 
     pub fn sync(&self) -> io::Result<()> {
-        self.faults.check(&self.path)?;
-        self.file.sync_data()
+        self.faults.sync(&self.path, &self.file)
+    }
+
+    /// Another handle on the open file, to fsync it without the log's lock (the background
+    /// flush of a rolled segment). Valid after a rename or delete of the path.
+    pub fn sync_handle(&self) -> io::Result<File> {
+        self.file.try_clone()
     }
 
     /// Cuts the file to `size` bytes.
     pub fn truncate(&mut self, size: u64) -> io::Result<()> {
-        self.faults.check(&self.path)?;
+        self.faults.check_write(&self.path)?;
         self.file.set_len(size)?;
         self.size = size;
         Ok(())
@@ -111,5 +154,43 @@ impl LogFile {
         std::fs::rename(&self.path, to)?;
         self.path = to.to_path_buf();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn a_stalled_dir_makes_writes_and_fsyncs_slow_and_only_there() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let (slow, fast) = (root.path().join("slow"), root.path().join("fast"));
+        std::fs::create_dir_all(&slow).expect("mkdir");
+        std::fs::create_dir_all(&fast).expect("mkdir");
+        let faults = Faults::default();
+        let mut stalled = LogFile::open(&slow.join("0.log"), &faults).expect("open");
+        let mut healthy = LogFile::open(&fast.join("0.log"), &faults).expect("open");
+        faults.stall_dir(&slow, Duration::from_millis(200));
+        let started = Instant::now();
+        stalled.append(b"x").expect("append");
+        stalled.sync().expect("sync");
+        assert!(
+            started.elapsed() >= Duration::from_millis(400),
+            "{:?}",
+            started.elapsed()
+        );
+        let mut buf = [0u8; 1];
+        let started = Instant::now();
+        stalled.read_at(&mut buf, 0).expect("read");
+        healthy.append(b"y").expect("append");
+        assert!(
+            started.elapsed() < Duration::from_millis(200),
+            "reads and other dirs are not stalled"
+        );
+        faults.stall_dir(&slow, Duration::ZERO);
+        let started = Instant::now();
+        stalled.append(b"z").expect("append");
+        assert!(started.elapsed() < Duration::from_millis(200), "the stall was lifted");
     }
 }

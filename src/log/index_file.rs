@@ -252,12 +252,18 @@ impl IndexFile {
 
     /// Writes the buffered entries, then flushes them and the file length to disk.
     pub(super) fn sync(&mut self) -> io::Result<()> {
+        self.sync_handle()?.sync_data()
+    }
+
+    /// Writes the buffered entries and returns the open file, for an fsync later (and
+    /// elsewhere: it stays valid if the index is renamed or deleted meanwhile).
+    pub(super) fn sync_handle(&mut self) -> io::Result<File> {
         let mut file = self.reopen()?;
         self.write_pending_to(&mut file).map_err(|e| match e {
             IndexError::Io { source, .. } => source,
             other => io::Error::other(other.to_string()),
         })?;
-        file.sync_data()
+        Ok(file)
     }
 
     /// Renames the file (same filesystem, atomic), buffered entries written first. The stored

@@ -7,7 +7,9 @@
 //! A `Log` is used under its lock ([`super::lock_order`]: a partition's lock first, then its
 //! log's, never the reverse). Its methods take every outside value as an argument and call out to
 //! nothing but the failure channel, the fault seam, metrics and tracing, so nothing here can
-//! wait for a lock that comes earlier.
+//! wait for a lock that comes earlier. The one exception is a roll: it queues the fsync of the
+//! segments it leaves with the log dir's flusher (a channel send, see [`super::flusher`]), which
+//! later locks this log briefly, twice, with nothing else held; `log_flush.rs` has its steps.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,7 @@ use bytes::Bytes;
 use super::config::{LogConfig, TimestampType};
 use super::failure::LogDirFailureChannel;
 use super::file::Faults;
+use super::flusher::Flusher;
 use super::leader_epoch::LeaderEpochFileCache;
 use super::producer_state::{ProducerStateError, ProducerStateManager};
 use super::segment::{self, LogSegment, SegmentIoError};
@@ -25,6 +28,8 @@ use crate::protocol::error_codes as ec;
 use crate::protocol::record_batch::{self, BatchError, BatchHeader};
 use crate::types::TopicPartition;
 
+#[path = "log_flush.rs"]
+mod flush;
 #[path = "log_producers.rs"]
 mod producers;
 #[path = "log_truncation.rs"]
@@ -125,6 +130,15 @@ pub struct Log {
     truncated_to: Option<i64>,
     /// Idempotent producers' sequences and last batches (see `log_producers.rs`).
     producers: ProducerStateManager,
+    /// Where a roll sends the fsync of the segments it leaves (none: the next flush does it).
+    flusher: Option<Flusher>,
+    /// Bumped by every truncation: a background flush prepared before one must not move the
+    /// recovery point when it completes (what it synced may have been cut and rewritten).
+    flush_generation: u64,
+    /// Producer snapshots written at a roll and not fsynced yet (the next flush syncs them).
+    unsynced_snapshots: Vec<i64>,
+    /// Deleted by the LogManager: a background flush still queued for it does nothing.
+    deleted: bool,
 }
 
 /// Opening arguments shared by every log of a LogManager.
@@ -254,6 +268,10 @@ impl Log {
             unflushed_truncation: report.truncated_bytes > 0 || report.dropped_segments > 0,
             truncated_to: None,
             producers: ProducerStateManager::new(0),
+            flusher: None,
+            flush_generation: 0,
+            unsynced_snapshots: Vec::new(),
+            deleted: false,
         };
         if log.segments.is_empty() {
             let start = log_start_offset.unwrap_or(0).max(0);
@@ -560,7 +578,11 @@ impl Log {
         Ok(())
     }
 
-    /// Starts a new active segment at the LEO (fsyncing the old one, as Kafka does on roll).
+    /// Starts a new active segment at the LEO. The old segments' fsync is not done here: as
+    /// Kafka's `roll` schedules `flushUptoOffsetExclusive(newSegment.baseOffset)`, it is handed
+    /// to the log dir's flusher ([`super::flusher`]), and the recovery point moves to the new
+    /// base offset only once that fsync is done. A log without a flusher leaves it to its next
+    /// flush.
     pub fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
         self.check_online()?;
         let leo = self.log_end_offset();
@@ -575,8 +597,21 @@ impl Log {
         let created = LogSegment::create(&self.dir, leo, seg_config, &self.faults, now_ms);
         let seg = self.io(created)?;
         self.segments.insert(leo, seg);
-        self.recovery_point = self.recovery_point.max(leo);
-        self.take_producer_snapshot()
+        self.take_producer_snapshot_unsynced()?;
+        if let Some(flusher) = &self.flusher {
+            flusher.schedule(&self.root, leo);
+        }
+        Ok(())
+    }
+
+    /// Gives the log its background flusher (see [`super::flusher::share`]).
+    pub(super) fn set_flusher(&mut self, flusher: Flusher) {
+        self.flusher = Some(flusher);
+    }
+
+    /// The LogManager deleted this log: flushes still queued for it do nothing.
+    pub(super) fn mark_deleted(&mut self) {
+        self.deleted = true;
     }
 
     /// Whole batches from `offset` up to `max_bytes` (the first batch whole if `min_one`),
@@ -661,46 +696,6 @@ impl Log {
             }
         }
         Ok(None)
-    }
-
-    /// Flushes when unflushed data is older than `flush.ms` (the background flush scheduler).
-    pub fn maybe_flush_by_time(&mut self, now_ms: i64) -> Result<bool, LogError> {
-        if self.unflushed_messages > 0 && now_ms - self.last_flush_ms >= self.config.flush_interval_ms {
-            self.flush(now_ms)?;
-            return Ok(true);
-        }
-        Ok(false)
-    }
-
-    /// fsyncs every segment with data past the recovery point and moves the recovery point to
-    /// the LEO. A log with nothing appended or cut since its last flush needs no fsync (an empty
-    /// new log has nothing to lose): skipping them keeps a clean shutdown of a broker with
-    /// thousands of idle partitions from costing three fsyncs each.
-    pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
-        self.check_online()?;
-        if self.unflushed_messages == 0 && !self.unflushed_truncation && self.log_end_offset() <= self.recovery_point {
-            self.last_flush_ms = now_ms;
-            return Ok(());
-        }
-        let recovery_point = self.recovery_point;
-        let last = self.segments.keys().next_back().copied();
-        let cut = self.unflushed_truncation;
-        let mut flushed = Ok(());
-        for seg in self.segments.values_mut() {
-            let cut_here = cut && Some(seg.base_offset()) == last;
-            if seg.next_offset() > recovery_point || seg.base_offset() >= recovery_point || cut_here {
-                flushed = seg.flush();
-                if flushed.is_err() {
-                    break;
-                }
-            }
-        }
-        self.io(flushed)?;
-        self.recovery_point = self.log_end_offset();
-        self.unflushed_messages = 0;
-        self.unflushed_truncation = false;
-        self.last_flush_ms = now_ms;
-        Ok(())
     }
 }
 

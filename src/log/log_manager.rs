@@ -2,7 +2,8 @@
 //! start-up (recovering in parallel, `num.recovery.threads.per.data.dir` threads per dir),
 //! places new partitions in the live dir with the fewest, deletes partitions asynchronously
 //! (rename to `…-delete`, remove in the background), writes the per-dir checkpoints, applies
-//! retention and time-based flushes, and drops the logs of a dir that failed.
+//! retention and time-based flushes, and drops the logs of a dir that failed. Its logs' rolls
+//! are flushed in the background by a thread per dir ([`super::flusher`]).
 //!
 //! Lock order (see [`super::lock_order`]): the maps here (`logs`, then `per_dir` or
 //! `topic_overrides`) are registries, held only to read or change themselves; no log is locked
@@ -18,6 +19,7 @@ use super::checkpoint::OffsetCheckpointFile;
 use super::config::LogConfig;
 use super::failure::LogDirFailureChannel;
 use super::file::Faults;
+use super::flusher::{self, FlushScheduler};
 use super::lock_order::assert_no_log_lock;
 use super::log::{LoadReport, Log, LogContext, LogError};
 use super::segment::SegmentIoError;
@@ -77,6 +79,8 @@ pub struct LogManager {
     topic_overrides: RwLock<HashMap<String, BTreeMap<String, String>>>,
     /// Logs per dir, for placing new partitions without visiting every log (taken after `logs`).
     per_dir: Mutex<HashMap<PathBuf, usize>>,
+    /// Where rolled logs send the fsync of their old segments (a thread per dir).
+    flusher: FlushScheduler,
 }
 
 impl LogManager {
@@ -84,10 +88,11 @@ impl LogManager {
     /// the others load.
     pub fn startup(cfg: &LogManagerConfig, failures: LogDirFailureChannel, faults: Faults, now_ms: i64) -> LogManager {
         let ctx = LogContext { faults, failures };
+        let flusher = FlushScheduler::threads();
         let mut logs = BTreeMap::new();
         let mut per_dir = HashMap::new();
         for dir in &cfg.dirs {
-            match load_dir(dir, cfg, &ctx, now_ms) {
+            match load_dir(dir, cfg, &ctx, &flusher, now_ms) {
                 Ok(loaded) => {
                     per_dir.insert(dir.clone(), loaded.len());
                     logs.extend(loaded);
@@ -102,6 +107,7 @@ impl LogManager {
             logs: RwLock::new(logs),
             topic_overrides: RwLock::new(HashMap::new()),
             per_dir: Mutex::new(per_dir),
+            flusher,
         }
     }
 
@@ -217,7 +223,7 @@ impl LogManager {
             true,
             now_ms,
         )?;
-        let shared = Arc::new(Mutex::new(log));
+        let shared = flusher::share(log, &self.flusher);
         logs.insert(tp.clone(), shared.clone());
         *per_dir.entry(dir).or_insert(0) += 1;
         Ok(shared)
@@ -238,7 +244,8 @@ impl LogManager {
                 .remove(&tp.topic);
         }
         drop(logs);
-        let guard = lock(&log);
+        let mut guard = lock(&log);
+        guard.mark_deleted();
         let from = guard.dir().to_path_buf();
         let root = guard.root().to_path_buf();
         drop(guard);
@@ -357,11 +364,15 @@ impl LogManager {
         deleted
     }
 
-    /// Flushes the logs whose unflushed data is older than their `flush.ms`.
+    /// Flushes the logs whose unflushed data is older than their `flush.ms`. The fsyncs run
+    /// without the log's lock ([`flusher::flush_upto`]), so appends go on meanwhile.
     pub fn flush_dirty_logs(&self, now_ms: i64) -> usize {
         let mut flushed = 0;
         for (tp, log) in self.all_logs() {
-            match lock(&log).maybe_flush_by_time(now_ms) {
+            if !lock(&log).flush_due(now_ms) {
+                continue;
+            }
+            match flusher::flush_upto(&log, i64::MAX, now_ms) {
                 Ok(true) => flushed += 1,
                 Ok(false) => {}
                 Err(e) => tracing::warn!(%tp, error = %e, "flush failed"),
@@ -412,6 +423,7 @@ fn load_dir(
     dir: &Path,
     cfg: &LogManagerConfig,
     ctx: &LogContext,
+    flusher: &FlushScheduler,
     now_ms: i64,
 ) -> Result<Vec<(TopicPartition, SharedLog)>, Box<dyn std::error::Error + Send + Sync>> {
     let recovery_points = OffsetCheckpointFile::new(dir.join(RECOVERY_POINT_CHECKPOINT)).read()?;
@@ -459,7 +471,7 @@ fn load_dir(
                         loaded
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .push((tp, Arc::new(Mutex::new(log))));
+                            .push((tp, flusher::share(log, flusher)));
                     }
                     Err(e) => {
                         *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);

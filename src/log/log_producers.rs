@@ -160,15 +160,31 @@ impl Log {
     /// Writes a snapshot at the log end if the state has moved since the last one (Kafka's
     /// `takeSnapshot`: at segment roll and on clean shutdown).
     pub fn take_producer_snapshot(&mut self) -> Result<(), LogError> {
+        self.write_producer_snapshot(true)
+    }
+
+    /// The roll's snapshot: written now, fsynced by the roll's background flush (which takes
+    /// `unsynced_snapshots`), so the append that rolls pays no fsync for it either.
+    pub(super) fn take_producer_snapshot_unsynced(&mut self) -> Result<(), LogError> {
+        self.write_producer_snapshot(false)
+    }
+
+    fn write_producer_snapshot(&mut self, sync: bool) -> Result<(), LogError> {
         self.check_online()?;
         let end = self.log_end_offset();
         if !self.producers.needs_snapshot() || self.producers.map_end_offset() != end {
             return Ok(());
         }
         let bytes = producer_snapshot::encode(self.producers.entries().into_iter());
-        let written =
-            producer_snapshot::write(&self.dir, end, &bytes).map_err(|e| snapshot_io("write", &self.dir, end, e));
-        self.io(written)?;
+        let written = if sync {
+            producer_snapshot::write(&self.dir, end, &bytes)
+        } else {
+            producer_snapshot::write_unsynced(&self.dir, end, &bytes).map(drop)
+        };
+        self.io(written.map_err(|e| snapshot_io("write", &self.dir, end, e)))?;
+        if !sync {
+            self.unsynced_snapshots.push(end);
+        }
         self.producers.snapshot_taken(end);
         Ok(())
     }

@@ -47,6 +47,7 @@ impl Log {
 
     fn note_truncation(&mut self, offset: i64) {
         self.truncated_to = Some(self.truncated_to.map_or(offset, |t| t.min(offset)));
+        self.note_flush_generation();
     }
 
     /// The lowest truncation point since the last call (for the cleaner's checkpoint).

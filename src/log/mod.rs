@@ -3,7 +3,8 @@
 //! plus its leader-epoch cache and its idempotent producers' state (`producer_state`, snapshotted
 //! in Kafka's `.snapshot` files by `producer_snapshot`); [`cleaner::LogCleaner`] compacts
 //! `cleanup.policy=compact` logs. Also the per-dir files: checkpoints, `meta.properties`, the
-//! clean-shutdown marker; and log-dir failure signalling. The broker's lock order (partition,
+//! clean-shutdown marker; log-dir failure signalling; and background flushes (`flusher`: a
+//! roll's fsync runs off the append path, the recovery point moves once it is done). The broker's lock order (partition,
 //! then log) is stated and checked in [`lock_order`]. This module knows nothing about
 //! ZooKeeper or the network.
 
@@ -14,6 +15,7 @@ pub mod config;
 pub mod dump;
 pub mod failure;
 pub mod file;
+pub mod flusher;
 pub mod index_file;
 pub mod leader_epoch;
 pub mod lock_order;

@@ -574,13 +574,14 @@ impl LogSegment {
     }
 
     /// Called when this segment stops being the active one: the time index gets its final entry.
+    /// Nothing is fsynced here: the roll hands that to the background flush ([`Self::sync_handles`]).
     pub fn on_become_inactive(&mut self) -> Result<(), SegmentIoError> {
         if self.max_timestamp >= 0 {
             self.time_index
                 .maybe_append_on_roll(self.max_timestamp, self.offset_of_max_timestamp)
                 .map_err(|e| index_err(self.time_index.path(), e))?;
         }
-        self.flush()
+        Ok(())
     }
 
     /// fsyncs the log and its indexes.
@@ -590,6 +591,25 @@ impl LogSegment {
             .sync()
             .map_err(io("fsync", self.offset_index.path()))?;
         self.time_index.sync().map_err(io("fsync", self.time_index.path()))
+    }
+
+    /// Handles on the log and index files (buffered index entries written first), to fsync
+    /// later without the log's lock: what [`Self::flush`] syncs, as (path, open file).
+    pub fn sync_handles(&mut self) -> Result<[(PathBuf, std::fs::File); 3], SegmentIoError> {
+        let log = self.log.sync_handle().map_err(io("dup", self.log.path()))?;
+        let offsets = self
+            .offset_index
+            .sync_handle()
+            .map_err(io("write", self.offset_index.path()))?;
+        let times = self
+            .time_index
+            .sync_handle()
+            .map_err(io("write", self.time_index.path()))?;
+        Ok([
+            (self.log.path().to_path_buf(), log),
+            (self.offset_index.path().to_path_buf(), offsets),
+            (self.time_index.path().to_path_buf(), times),
+        ])
     }
 
     /// Deletes the segment's files.

@@ -235,6 +235,12 @@ impl TimeIndex {
         self.file.sync()
     }
 
+    /// Writes appended entries to the file and returns a handle to fsync it with (the
+    /// background flush of a rolled segment, done without the log's lock).
+    pub fn sync_handle(&mut self) -> io::Result<std::fs::File> {
+        self.file.sync_handle()
+    }
+
     pub fn path(&self) -> &Path {
         self.file.path()
     }

@@ -11,6 +11,11 @@
 //! holding a log lock must not call any method here (not even [`Partition::high_watermark`]).
 //! While holding the state lock this type calls nothing but its log, the pure rules of
 //! [`super::isr`], and tracing: ISR changes are returned as proposals for the caller to submit.
+//! Reads (consumer and follower fetches, ListOffsets by timestamp) take what they need under
+//! the state lock (leadership, HW, the log handle), release it, and read under the log's lock
+//! only, so a slow `pread` never holds the state lock. Appends hold it through the write, as
+//! Kafka holds `leaderIsrUpdateLock` (read side) through `appendAsLeader`: a leadership change
+//! must not slip in between the leader check and the write.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -267,19 +272,24 @@ impl Partition {
         }
     }
 
-    /// Reads as leader for a consumer: whole batches below the HW.
+    /// Reads as leader for a consumer: whole batches below the HW. The state lock is held only
+    /// to check leadership and take the HW and the log; the read itself (a `pread`) holds only
+    /// the log's lock, so a slow disk does not hold up everything else that asks this partition.
     pub fn read(&self, fetch_offset: i64, max_bytes: usize) -> Result<ReadResult, i16> {
-        let inner = self.inner();
-        if inner.state.leader != self.local {
-            return Err(ec::NOT_LEADER_OR_FOLLOWER);
-        }
-        let log = lock(&inner.log);
+        let (high_watermark, log) = {
+            let inner = self.inner();
+            if inner.state.leader != self.local {
+                return Err(ec::NOT_LEADER_OR_FOLLOWER);
+            }
+            (inner.high_watermark, inner.log.clone())
+        };
+        let log = lock(&log);
         let records = log
-            .read(fetch_offset, max_bytes, inner.high_watermark, true)
+            .read(fetch_offset, max_bytes, high_watermark, true)
             .map_err(|e| e.error_code())?;
         Ok(ReadResult {
             records,
-            high_watermark: inner.high_watermark,
+            high_watermark,
             log_start_offset: log.log_start_offset(),
             log_end_offset: log.log_end_offset(),
             diverging_epoch: None,
@@ -343,13 +353,16 @@ impl Partition {
             None
         };
         maybe_increment_hw(&mut inner, self.local, min_isr);
-        let log = lock(&inner.log);
+        let (high_watermark, log) = (inner.high_watermark, inner.log.clone());
+        // The read (a `pread`) holds only the log's lock, as in `read`.
+        drop(inner);
+        let log = lock(&log);
         let records = log
             .read(fetch_offset, max_bytes, leo, true)
             .map_err(|e| e.error_code())?;
         let read = ReadResult {
             records,
-            high_watermark: inner.high_watermark,
+            high_watermark,
             log_start_offset: log.log_start_offset(),
             log_end_offset: leo,
             diverging_epoch: None,
@@ -546,28 +559,32 @@ impl Partition {
     /// -5 latest tiered (Kafka's `Partition.fetchOffsetForTimestamp`). Consumers' "latest" is
     /// the HW and they see nothing at or past it; a replica's is the LEO. "Latest" carries the
     /// current leader epoch; the rest carry the epoch of what they found.
+    /// The search (index and log reads) holds only the log's lock, as in `read`.
     pub fn offset_for_timestamp(&self, timestamp: i64, replica: bool) -> Result<Option<TimestampAndOffset>, i16> {
-        let inner = self.inner();
-        if inner.state.leader != self.local {
-            return Err(ec::NOT_LEADER_OR_FOLLOWER);
-        }
+        let (high_watermark, leader_epoch, log) = {
+            let inner = self.inner();
+            if inner.state.leader != self.local {
+                return Err(ec::NOT_LEADER_OR_FOLLOWER);
+            }
+            (inner.high_watermark, inner.state.leader_epoch, inner.log.clone())
+        };
         if timestamp == -1 {
             let offset = if replica {
-                lock(&inner.log).log_end_offset()
+                lock(&log).log_end_offset()
             } else {
-                inner.high_watermark
+                high_watermark
             };
             return Ok(Some(TimestampAndOffset {
                 timestamp: -1,
                 offset,
-                leader_epoch: Some(inner.state.leader_epoch),
+                leader_epoch: Some(leader_epoch),
             }));
         }
-        let found = lock(&inner.log)
+        let found = lock(&log)
             .fetch_offset_by_timestamp(timestamp)
             .map_err(|e| e.error_code())?;
         let earliest = matches!(timestamp, -2 | -4);
-        Ok(found.filter(|f| replica || earliest || f.offset < inner.high_watermark))
+        Ok(found.filter(|f| replica || earliest || f.offset < high_watermark))
     }
 
     /// OffsetForLeaderEpoch as leader: the largest epoch ≤ `epoch` and its end offset.

@@ -307,3 +307,42 @@ fn retention_asks_for_the_high_watermark_before_it_locks_the_log() {
     let deleted = m.cleanup_logs(|_| p.high_watermark(), 1_000_000);
     assert_eq!(deleted, 3, "segments below the HW went");
 }
+
+/// A consumer read waiting for its log (a slow `pread`, or an append holding the log's lock)
+/// does not hold the partition's state lock meanwhile: the HW, leadership and acks=all checks
+/// stay answerable.
+#[test]
+fn a_read_waiting_for_its_log_leaves_the_partition_lock_free() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = manager(dir.path(), false);
+    let p = Arc::new(partition(&m, 1, state(1, 0, &[1])));
+    p.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    let log = p.log();
+    let (locked_tx, locked_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    // Another thread holds the log's lock, as a stalled disk write would.
+    let holder = std::thread::spawn(move || {
+        let _guard = lock(&log);
+        locked_tx.send(()).expect("send");
+        let _ = release_rx.recv();
+    });
+    locked_rx.recv().expect("log locked");
+    let reader = {
+        let p = p.clone();
+        std::thread::spawn(move || p.read(0, 1 << 20).map(|r| r.records.len()))
+    };
+    std::thread::sleep(Duration::from_millis(50)); // let the reader reach the log's lock
+    let (hw_tx, hw_rx) = mpsc::channel();
+    let asker = {
+        let p = p.clone();
+        std::thread::spawn(move || hw_tx.send(p.high_watermark()).expect("send"))
+    };
+    let answered = hw_rx.recv_timeout(Duration::from_secs(2));
+    release_tx.send(()).expect("release");
+    holder.join().expect("holder");
+    asker.join().expect("asker");
+    assert!(reader.join().expect("reader").expect("read") > 0);
+    assert_eq!(answered, Ok(1), "the HW was answered while the read waited for the log");
+}

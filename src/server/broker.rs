@@ -236,7 +236,9 @@ async fn start_registered(
         fatal_tx.clone(),
         stop_rx.clone(),
     )));
-    // Background chores, on Kafka's intervals.
+    // Background chores, on Kafka's intervals. `run_periodically` runs each on the blocking
+    // pool: they fsync, write checkpoints, delete segments and wait for log locks an append
+    // may hold through a slow write, none of which may occupy an async worker.
     let m = log_manager.clone();
     let every = ms(config, "log.flush.offset.checkpoint.interval.ms", 60_000);
     tasks.push(tokio::spawn(run_periodically(every, stop_rx.clone(), move || {
@@ -366,7 +368,13 @@ async fn load_logs(config: &KafkaConfig, dirs: &[PathBuf]) -> Arc<LogManager> {
     };
     let started = std::time::Instant::now();
     let manager = tokio::task::spawn_blocking(move || {
-        LogManager::startup(&cfg, LogDirFailureChannel::new(), Faults::default(), now_ms())
+        let manager = LogManager::startup(&cfg, LogDirFailureChannel::new(), Faults::default(), now_ms());
+        for dir in manager.live_dirs() {
+            if let Err(e) = clean_shutdown::take(&dir) {
+                manager.failures().report(&dir, &e.to_string());
+            }
+        }
+        manager
     })
     .await
     .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
@@ -375,11 +383,6 @@ async fn load_logs(config: &KafkaConfig, dirs: &[PathBuf]) -> Arc<LogManager> {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "logs loaded"
     );
-    for dir in manager.live_dirs() {
-        if let Err(e) = clean_shutdown::take(&dir) {
-            manager.failures().report(&dir, &e.to_string());
-        }
-    }
     Arc::new(manager)
 }
 
@@ -467,8 +470,15 @@ async fn watch_log_dirs(
             Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         };
-        let partitions = manager.handle_dir_failure(&failure.dir);
-        replica_manager.handle_dir_failure(&failure.dir);
+        // Both lock every log in turn (one may be held through a slow write): blocking work.
+        let (m, rm, dir) = (manager.clone(), replica_manager.clone(), failure.dir.clone());
+        let partitions = tokio::task::spawn_blocking(move || {
+            let partitions = m.handle_dir_failure(&dir);
+            rm.handle_dir_failure(&dir);
+            partitions
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
         tracing::error!(dir = %failure.dir.display(), partitions = partitions.len(), reason = %failure.reason, "log dir offline");
         match zk.create_log_dir_event_notification(id).await {
             Ok(path) => tracing::info!(%path, "log dir failure notified to the controller"),
@@ -642,13 +652,13 @@ impl BrokerHandle {
         let _ = tokio::task::spawn_blocking(move || {
             log_manager.flush_all(now_ms());
             log_manager.checkpoint_high_watermarks(&hws);
+            for dir in &log_manager.live_dirs() {
+                if let Err(e) = clean_shutdown::write(dir, epoch.0) {
+                    tracing::warn!(dir = %dir.display(), error = %e, "cannot write the clean-shutdown marker");
+                }
+            }
         })
         .await;
-        for dir in &self.log_manager.live_dirs() {
-            if let Err(e) = clean_shutdown::write(dir, epoch.0) {
-                tracing::warn!(dir = %dir.display(), error = %e, "cannot write the clean-shutdown marker");
-            }
-        }
         self.watch_session.close().await;
         let zk_requests = self.zk.store().requests();
         self.zk.store().close().await;

@@ -187,7 +187,7 @@ pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) 
     UpdateMetadataResponse::default()
 }
 
-pub(super) fn stop_replica(apis: &KafkaApis, request: StopReplicaRequest) -> StopReplicaResponse {
+pub(super) async fn stop_replica(apis: &KafkaApis, request: StopReplicaRequest) -> StopReplicaResponse {
     let epochs = ControllerRequestEpochs {
         controller_epoch: request.controller_epoch,
         broker_epoch: request.broker_epoch,
@@ -223,7 +223,13 @@ pub(super) fn stop_replica(apis: &KafkaApis, request: StopReplicaRequest) -> Sto
             partitions.push((tp, p.delete_partition));
         }
     }
-    match apis.replica_manager.stop_replicas(epochs, partitions) {
+    // Deleting logs locks them (an append may hold one through a slow write) and renames their
+    // dirs: blocking work, off the async workers as LeaderAndIsr's.
+    let replica_manager = apis.replica_manager.clone();
+    let stopped = tokio::task::spawn_blocking(move || replica_manager.stop_replicas(epochs, partitions))
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    match stopped {
         Ok(results) => StopReplicaResponse::default().with_partition_errors(
             results
                 .into_iter()

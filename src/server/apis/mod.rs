@@ -72,7 +72,9 @@ impl RequestHandler for KafkaApis {
             RequestKind::UpdateMetadata(r) => Some(ResponseKind::UpdateMetadata(controller_requests::update_metadata(
                 self, r,
             ))),
-            RequestKind::StopReplica(r) => Some(ResponseKind::StopReplica(controller_requests::stop_replica(self, r))),
+            RequestKind::StopReplica(r) => Some(ResponseKind::StopReplica(
+                controller_requests::stop_replica(self, r).await,
+            )),
             RequestKind::CreatePartitions(r) => Some(ResponseKind::CreatePartitions(
                 create_partitions::handle(self, &ctx, r).await,
             )),

@@ -36,7 +36,15 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Prod
                     (Some(partition), Some(records)) => {
                         // The network buffer becomes the append buffer: offsets are written in place.
                         let mut bytes = Vec::from(records);
-                        match partition.append_as_leader(&mut bytes, acks, min_isr, now_ms()) {
+                        // TEMP (drop on merge: ReplicaManager::append_records does this): the
+                        // append off the async workers.
+                        let p = partition.clone();
+                        let appended = tokio::task::spawn_blocking(move || {
+                            p.append_as_leader(&mut bytes, acks, min_isr, now_ms())
+                        })
+                        .await
+                        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+                        match appended {
                             Ok((info, leader_epoch)) => {
                                 resp.base_offset = info.first_offset;
                                 if ctx.api_version >= 2 {
