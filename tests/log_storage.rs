@@ -147,7 +147,7 @@ fn random_operations_match_a_model_of_batches() {
             match rng.below(10) {
                 0..=4 => {
                     let mut batch = producer_batch(1 + rng.below(8) as usize, rng.next(), 1_000 + step);
-                    let info = log.append_as_leader(&mut batch, (step / 50) as i32, 0).expect("append");
+                    let info = log.append_as_leader(&batch, (step / 50) as i32, 0).expect("append");
                     assert_eq!(info.first_offset, model.leo(), "seed {seed} step {step}");
                     model.batches.push((info.first_offset, info.last_offset, batch));
                 }
@@ -197,7 +197,7 @@ fn five_batches(dir: &Path) -> (Vec<Vec<u8>>, std::path::PathBuf) {
     let mut written = Vec::new();
     for i in 0..5 {
         let mut batch = producer_batch(3, i, 1_000 + i as i64);
-        log.append_as_leader(&mut batch, 0, 0).expect("append");
+        log.append_as_leader(&batch, 0, 0).expect("append");
         written.push(batch);
     }
     log.flush(0).expect("flush");
@@ -211,7 +211,7 @@ fn assert_recovers_to(dir: &Path, written: &[Vec<u8>], batches_kept: usize) {
     assert_same_bytes(&read_all(&log, 0, log.log_end_offset()), &expected, "recovered log");
     let mut next = producer_batch(1, 99, 5_000);
     assert_eq!(
-        log.append_as_leader(&mut next, 1, 0)
+        log.append_as_leader(&next, 1, 0)
             .expect("append after recovery")
             .first_offset,
         3 * batches_kept as i64
@@ -301,7 +301,7 @@ fn segments_roll_on_size_and_retention_never_passes_the_high_watermark() {
     let mut log = open(dir.path(), &config, true, 0);
     for i in 0..20 {
         let mut batch = producer_batch(2, i, 1_000);
-        log.append_as_leader(&mut batch, 0, 0).expect("append");
+        log.append_as_leader(&batch, 0, 0).expect("append");
     }
     let segments = log.segment_base_offsets();
     assert!(segments.len() >= 3, "{segments:?}");
@@ -339,7 +339,7 @@ fn an_io_error_takes_one_dir_offline_and_the_other_keeps_working() {
 
     manager.faults().fail_dir(&dir_a);
     let err = lock(&a)
-        .append_as_leader(&mut producer_batch(1, 1, 0), 0, 0)
+        .append_as_leader(&producer_batch(1, 1, 0), 0, 0)
         .expect_err("dead disk");
     assert_eq!(err.error_code(), 56, "KAFKA_STORAGE_ERROR: {err}");
     let event = events.try_recv().expect("failure event");
@@ -347,7 +347,7 @@ fn an_io_error_takes_one_dir_offline_and_the_other_keeps_working() {
     assert_eq!(manager.live_dirs(), vec![dir_b.clone()]);
     assert_eq!(manager.handle_dir_failure(&dir_a), vec![tp(0)]);
     lock(&b)
-        .append_as_leader(&mut producer_batch(1, 2, 0), 0, 0)
+        .append_as_leader(&producer_batch(1, 2, 0), 0, 0)
         .expect("the other dir still works");
     let c = manager
         .get_or_create_log(&tp(2), 0)
@@ -370,7 +370,7 @@ fn logs_reload_with_their_checkpoints_and_deleted_partitions_vanish() {
     for p in 0..4 {
         let log = manager.get_or_create_log(&tp(p), 0).expect("log");
         lock(&log)
-            .append_as_leader(&mut producer_batch(2, p as u64, 0), 0, 0)
+            .append_as_leader(&producer_batch(2, p as u64, 0), 0, 0)
             .expect("append");
     }
     manager.flush_all(0);
@@ -414,7 +414,7 @@ async fn the_retention_task_deletes_old_segments_below_the_high_watermark_and_ch
     let log = manager.get_or_create_log(&tp(0), 0).expect("log");
     for i in 0..20 {
         lock(&log)
-            .append_as_leader(&mut producer_batch(2, i, 1_000), 0, 0)
+            .append_as_leader(&producer_batch(2, i, 1_000), 0, 0)
             .expect("append");
     }
     let segments = lock(&log).segment_base_offsets();

@@ -34,9 +34,9 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Prod
                     (None, _) => ec::UNKNOWN_TOPIC_OR_PARTITION,
                     (Some(_), None) => ec::INVALID_RECORD,
                     (Some(partition), Some(records)) => {
-                        // The network buffer becomes the append buffer: offsets are written in place.
-                        let mut bytes = Vec::from(records);
-                        match partition.append_as_leader(&mut bytes, acks, min_isr, now_ms()) {
+                        // The request's buffer is the append buffer: the log rewrites copies of the
+                        // batch headers and writes the records from here, uncopied.
+                        match partition.append_as_leader(&records, acks, min_isr, now_ms()) {
                             Ok((info, leader_epoch)) => {
                                 resp.base_offset = info.first_offset;
                                 if ctx.api_version >= 2 {
