@@ -53,9 +53,7 @@ async fn assert_dir_failure_is_contained(chroot: &str, broker: &BrokerHandle, de
         .get_or_create_log(&tp(1), 0)
         .expect("log on the second dir");
     assert_eq!(lock(&doomed).root(), dead);
-    lock(&doomed)
-        .append_as_leader(&batch(), 0, 0)
-        .expect("healthy append");
+    lock(&doomed).append_as_leader(&batch(), 0, 0).expect("healthy append");
     lock(&doomed).flush(0).expect("healthy flush");
     // The controller handles (and deletes) the notification quickly, so watch for its creation.
     let zk = zookeeper().session(chroot).await;

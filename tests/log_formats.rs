@@ -183,7 +183,7 @@ fn a_timestamp_inside_a_batch_finds_its_record_not_the_batch_start() {
             },
         )
         .expect("encode");
-        log.append_as_leader(&buf.to_vec(), 3, 0).expect("append");
+        log.append_as_leader(&buf, 3, 0).expect("append");
         assert_eq!(found(&log, 20), Some((1, 20)), "{compression:?}");
         assert_eq!(found(&log, 31), Some((2, 99)), "{compression:?}");
         assert_eq!(found(&log, 100), None, "{compression:?}");
@@ -426,7 +426,10 @@ fn a_leader_append_writes_the_bytes_the_in_place_rewrite_gave() {
             .filter(|p| p.extension().is_some_and(|x| x == "log"))
             .collect();
         segments.sort();
-        let file: Vec<u8> = segments.iter().flat_map(|p| std::fs::read(p).expect("segment")).collect();
+        let file: Vec<u8> = segments
+            .iter()
+            .flat_map(|p| std::fs::read(p).expect("segment"))
+            .collect();
         assert_eq!(file, expected, "{timestamp_type:?}");
         validate_batches(&file, 1 << 20).expect("every CRC valid");
         let read = log.read(0, 1 << 20, next, true).expect("read");

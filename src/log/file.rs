@@ -36,7 +36,11 @@ impl Faults {
 
 /// `Write::write_all` for several buffers: `write_vectored` until every byte is written.
 fn write_all_vectored(out: &mut impl Write, parts: &[&[u8]]) -> io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = parts.iter().filter(|p| !p.is_empty()).map(|p| IoSlice::new(p)).collect();
+    let mut slices: Vec<IoSlice<'_>> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| IoSlice::new(p))
+        .collect();
     let mut rest = &mut slices[..];
     while !rest.is_empty() {
         match out.write_vectored(rest) {

@@ -441,10 +441,7 @@ impl Log {
             next += i64::from(header.last_offset_delta) + 1;
             position += size;
         }
-        let parts: Vec<&[u8]> = patched
-            .iter()
-            .flat_map(|(header, rest)| [&header[..], *rest])
-            .collect();
+        let parts: Vec<&[u8]> = patched.iter().flat_map(|(header, rest)| [&header[..], *rest]).collect();
         let info = self.append_assigned(&parts, &assigned, now_ms)?;
         self.commit_producers(producer_append);
         Ok(LogAppendInfo {

@@ -354,7 +354,11 @@ fn encode_response(
         .encode_into(&mut buf, version)
         .map_err(|e| unencodable(format!("{e:#}")))?;
     if buf.len() != 4 + size {
-        return Err(unencodable(format!("encoded {} bytes, computed {}", buf.len() - 4, size)));
+        return Err(unencodable(format!(
+            "encoded {} bytes, computed {}",
+            buf.len() - 4,
+            size
+        )));
     }
     Ok(buf.into_chunks())
 }
@@ -489,10 +493,16 @@ mod tests {
         let large = Bytes::from((0..20_000u32).map(|i| i as u8).collect::<Vec<u8>>());
         let small = Bytes::from_static(b"a few record bytes");
         let partitions = vec![
-            PartitionData::default().with_partition_index(0).with_records(Some(large.clone())),
-            PartitionData::default().with_partition_index(1).with_records(Some(small)),
+            PartitionData::default()
+                .with_partition_index(0)
+                .with_records(Some(large.clone())),
+            PartitionData::default()
+                .with_partition_index(1)
+                .with_records(Some(small)),
             PartitionData::default().with_partition_index(2).with_records(None),
-            PartitionData::default().with_partition_index(3).with_records(Some(large.slice(100..9_000))),
+            PartitionData::default()
+                .with_partition_index(3)
+                .with_records(Some(large.slice(100..9_000))),
         ];
         let fetch = FetchResponse::default().with_responses(vec![FetchableTopicResponse::default()
             .with_topic(TopicName("orders".into()))
@@ -503,9 +513,14 @@ mod tests {
             let assembled: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
             assert_eq!(assembled, contiguous_frame(7, &response, version), "v{version}");
             // The large records are the log's buffer itself, not a copy; the small ones are copied.
-            assert!(chunks.iter().any(|c| c.as_ptr() == large.as_ptr() && c.len() == large.len()));
+            assert!(chunks
+                .iter()
+                .any(|c| c.as_ptr() == large.as_ptr() && c.len() == large.len()));
             assert!(chunks.iter().any(|c| c.as_ptr() == large[100..].as_ptr()));
-            assert!(chunks.len() >= 4, "v{version}: head, large, middle, slice of large (, tail)");
+            assert!(
+                chunks.len() >= 4,
+                "v{version}: head, large, middle, slice of large (, tail)"
+            );
             let mut wire = Vec::new();
             write_all_chunks(&mut wire, &chunks).await.expect("written");
             assert_eq!(wire, assembled);

@@ -284,7 +284,7 @@ fn a_new_follower_copies_a_compacted_log_with_its_offset_gaps() {
                 .iter()
                 .map(|(k, v)| (Some(k.as_bytes()), Some(v.as_bytes())))
                 .collect();
-            let mut batch = build_batch(0, -1, &records, 1_000);
+            let batch = build_batch(0, -1, &records, 1_000);
             log.append_as_leader(&batch, 0, 0).expect("append");
         }
     }
@@ -372,7 +372,7 @@ fn a_producers_last_batch_stays_empty_so_its_state_survives_compaction_and_a_cra
             assert_eq!(info.first_offset, i64::from(seq));
         }
         // A plain producer overwrites both keys, then filler rolls segments past them.
-        let mut plain = build_batch(
+        let plain = build_batch(
             0,
             -1,
             &[(Some(&b"a"[..]), Some(&b"x"[..])), (Some(&b"b"[..]), Some(&b"y"[..]))],
@@ -380,7 +380,7 @@ fn a_producers_last_batch_stays_empty_so_its_state_survives_compaction_and_a_cra
         );
         log.append_as_leader(&plain, 0, 0).expect("plain");
         for i in 0..40 {
-            let mut batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
+            let batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
             log.append_as_leader(&batch, 0, 0).expect("filler");
         }
     }
@@ -434,9 +434,7 @@ fn a_producers_last_batch_stays_empty_so_its_state_survives_compaction_and_a_cra
     assert_eq!((retry.first_offset, retry.last_offset), (4, 5));
     assert_eq!(log.log_end_offset(), leo);
     // The sequence goes on from 6; a gap is still refused (OUT_OF_ORDER_SEQUENCE_NUMBER).
-    let gap = log
-        .append_as_leader(&idempotent(7, &[b"a"]), 0, 0)
-        .expect_err("gap");
+    let gap = log.append_as_leader(&idempotent(7, &[b"a"]), 0, 0).expect_err("gap");
     assert_eq!(gap.error_code(), 45);
     let next = log.append_as_leader(&idempotent(6, &[b"a"]), 0, 0).expect("next");
     assert_eq!(next.first_offset, leo);
@@ -505,12 +503,12 @@ fn fill_compressed(m: &LogManager, topic: &str, codec: Compression) {
                 ..TestRecord::default()
             });
         }
-        let mut batch = batch.build();
+        let batch = batch.build();
         assert_eq!(BatchHeader::parse(&batch).expect("header").compression(), codec);
         log.append_as_leader(&batch, 0, 0).expect("append");
     }
     for i in 0..40 {
-        let mut batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
+        let batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
         log.append_as_leader(&batch, 0, 0).expect("filler");
     }
 }

@@ -21,8 +21,8 @@ pub mod varint;
 mod interop_tests;
 
 pub use header::{
-    compute_crc, increment_sequence, leader_header, set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader,
-    Compression, TimestampType, LOG_OVERHEAD, RECORDS_OFFSET, RECORD_BATCH_OVERHEAD,
+    compute_crc, increment_sequence, leader_header, set_base_offset, set_log_append_time, set_partition_leader_epoch,
+    BatchHeader, Compression, TimestampType, LOG_OVERHEAD, RECORDS_OFFSET, RECORD_BATCH_OVERHEAD,
 };
 pub use record::{Record, RecordError, RecordField, RecordIter};
 pub use scanner::{scan_batch, valid_prefix_len, BatchScanner, ScanError};
