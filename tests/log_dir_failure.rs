@@ -54,9 +54,7 @@ async fn assert_dir_failure_is_contained(chroot: &str, broker: &BrokerHandle, de
         .get_or_create_log(&tp(1), 0)
         .expect("log on the second dir");
     assert_eq!(lock(&doomed).root(), dead);
-    lock(&doomed)
-        .append_as_leader(&mut batch(), 0, 0)
-        .expect("healthy append");
+    lock(&doomed).append_as_leader(&batch(), 0, 0).expect("healthy append");
     lock(&doomed).flush(0).expect("healthy flush");
     // The controller handles (and deletes) the notification quickly, so watch for its creation.
     let zk = zookeeper().session(chroot).await;
@@ -70,7 +68,7 @@ async fn assert_dir_failure_is_contained(chroot: &str, broker: &BrokerHandle, de
 
     kill();
     let appended = lock(&doomed)
-        .append_as_leader(&mut batch(), 0, 0)
+        .append_as_leader(&batch(), 0, 0)
         .and_then(|_| lock(&doomed).flush(0));
     let err = appended.expect_err("the disk is dead");
     assert_eq!(err.error_code(), ec::KAFKA_STORAGE_ERROR, "KAFKA_STORAGE_ERROR: {err}");
@@ -98,7 +96,7 @@ async fn assert_dir_failure_is_contained(chroot: &str, broker: &BrokerHandle, de
     );
     assert!(!broker.log_manager().live_dirs().contains(&dead.to_path_buf()));
     lock(&survivor)
-        .append_as_leader(&mut batch(), 0, 0)
+        .append_as_leader(&batch(), 0, 0)
         .expect("the other dir keeps working");
     assert!(
         broker.log_manager().get_log(&tp(0)).is_none(),
@@ -246,7 +244,7 @@ async fn a_dead_log_dir_makes_the_controller_move_leadership_to_another_replica(
         .expect("log");
     let dir = lock(&log).root().to_path_buf();
     brokers[0].log_manager().faults().fail_dir(&dir);
-    assert!(lock(&log).append_as_leader(&mut batch(), 0, 0).is_err());
+    assert!(lock(&log).append_as_leader(&batch(), 0, 0).is_err());
     common::wait_until(Duration::from_secs(20), "leadership to move to broker 2", || async {
         leader().await.is_some_and(|(l, isr)| l == 2 && isr == vec![2])
     })

@@ -80,13 +80,13 @@ fn client_batch(compression: Compression, producer_id: i64) -> Vec<u8> {
 fn batches_from_an_independent_encoder_are_stored_and_decode_with_their_new_offsets() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open(dir.path(), LogConfig::default());
-    log.append_as_leader(&mut batch(3, 1), 0, 0).expect("offsets 0..=2");
+    log.append_as_leader(&batch(3, 1), 0, 0).expect("offsets 0..=2");
     // One producer per batch: the same producer's sequences 0..=3 again would be a retry,
     // answered with the first batch's offsets and not stored.
     for (producer_id, compression) in [(42, Compression::None), (43, Compression::Gzip)] {
-        let mut b = client_batch(compression, producer_id);
+        let b = client_batch(compression, producer_id);
         let sent = b.clone();
-        let info = log.append_as_leader(&mut b, 7, 0).expect("client batch accepted");
+        let info = log.append_as_leader(&b, 7, 0).expect("client batch accepted");
         let stored = log
             .read(info.first_offset, 1 << 20, log.log_end_offset(), true)
             .expect("read");
@@ -110,7 +110,7 @@ fn log_append_time_stamps_the_broker_clock_and_keeps_the_crc_valid() {
         ..LogConfig::default()
     };
     let mut log = open(dir.path(), config);
-    let info = log.append_as_leader(&mut batch(2, 5), 0, 424_242).expect("append");
+    let info = log.append_as_leader(&batch(2, 5), 0, 424_242).expect("append");
     assert_eq!(info.log_append_time, 424_242);
     let stored = log.read(0, 1 << 20, 2, true).expect("read");
     let headers = validate_batches(&stored, 1 << 20).expect("CRC still valid");
@@ -132,7 +132,7 @@ fn offsets_are_found_by_timestamp_like_list_offsets() {
         },
     );
     for ts in [1_000, 2_000, 3_000, 2_500] {
-        log.append_as_leader(&mut batch(2, ts), 0, 0).expect("append");
+        log.append_as_leader(&batch(2, ts), 0, 0).expect("append");
     }
     assert!(log.num_segments() > 1, "lookups cross segments");
     assert_eq!(found(&log, 1_500), Some((2, 2_000)));
@@ -183,7 +183,7 @@ fn a_timestamp_inside_a_batch_finds_its_record_not_the_batch_start() {
             },
         )
         .expect("encode");
-        log.append_as_leader(&mut buf.to_vec(), 3, 0).expect("append");
+        log.append_as_leader(&buf, 3, 0).expect("append");
         assert_eq!(found(&log, 20), Some((1, 20)), "{compression:?}");
         assert_eq!(found(&log, 31), Some((2, 99)), "{compression:?}");
         assert_eq!(found(&log, 100), None, "{compression:?}");
@@ -206,10 +206,10 @@ fn a_segment_rolls_once_its_first_batch_is_older_than_segment_ms() {
             ..LogConfig::default()
         },
     );
-    log.append_as_leader(&mut batch(1, 10_000), 0, 0).expect("append");
-    log.append_as_leader(&mut batch(1, 10_900), 0, 0).expect("append");
+    log.append_as_leader(&batch(1, 10_000), 0, 0).expect("append");
+    log.append_as_leader(&batch(1, 10_900), 0, 0).expect("append");
     assert_eq!(log.num_segments(), 1);
-    log.append_as_leader(&mut batch(1, 11_001), 0, 0).expect("append");
+    log.append_as_leader(&batch(1, 11_001), 0, 0).expect("append");
     assert_eq!(log.segment_base_offsets(), vec![0, 2]);
     assert!(dir.path().join("t-0/00000000000000000002.log").exists());
 }
@@ -227,7 +227,7 @@ fn a_segment_rolls_when_its_index_is_full() {
         },
     );
     for _ in 0..5 {
-        log.append_as_leader(&mut batch(1, 1), 0, 0).expect("append");
+        log.append_as_leader(&batch(1, 1), 0, 0).expect("append");
     }
     assert!(log.num_segments() >= 2, "{:?}", log.segment_base_offsets());
     assert_eq!(log.log_end_offset(), 5);
@@ -244,7 +244,7 @@ fn time_based_flushing_flushes_old_unflushed_data() {
             ..LogConfig::default()
         },
     );
-    log.append_as_leader(&mut batch(2, 1), 0, 500).expect("append");
+    log.append_as_leader(&batch(2, 1), 0, 500).expect("append");
     assert!(!log.maybe_flush_by_time(900).expect("too early"));
     assert_eq!(log.recovery_point(), 0);
     assert!(log.maybe_flush_by_time(1_000).expect("due"));
@@ -255,7 +255,7 @@ fn time_based_flushing_flushes_old_unflushed_data() {
 fn the_flush_policy_moves_the_recovery_point() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut lazy = open(dir.path(), LogConfig::default());
-    lazy.append_as_leader(&mut batch(3, 1), 0, 0).expect("append");
+    lazy.append_as_leader(&batch(3, 1), 0, 0).expect("append");
     assert_eq!(lazy.recovery_point(), 0, "by default flushing is left to the OS");
     let dir2 = tempfile::tempdir().expect("tempdir");
     let mut eager = open(
@@ -265,7 +265,7 @@ fn the_flush_policy_moves_the_recovery_point() {
             ..LogConfig::default()
         },
     );
-    eager.append_as_leader(&mut batch(3, 1), 0, 0).expect("append");
+    eager.append_as_leader(&batch(3, 1), 0, 0).expect("append");
     assert_eq!(eager.recovery_point(), 3, "flush.messages=1 flushes every append");
 }
 
@@ -274,7 +274,7 @@ fn the_leader_epoch_cache_follows_appends_and_truncation_and_is_checkpointed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut log = open(dir.path(), LogConfig::default());
     for epoch in [0, 0, 2, 5] {
-        log.append_as_leader(&mut batch(2, 1), epoch, 0).expect("append");
+        log.append_as_leader(&batch(2, 1), epoch, 0).expect("append");
     }
     let checkpoint = std::fs::read_to_string(dir.path().join("t-0/leader-epoch-checkpoint")).expect("checkpoint");
     assert_eq!(checkpoint, "0\n3\n0 0\n2 4\n5 6\n");
@@ -357,7 +357,7 @@ fn dump_log_prints_batches_records_and_index_entries_and_flags_corruption() {
         },
     );
     for i in 0..3 {
-        log.append_as_leader(&mut batch(2, 1_000 + i), 3, 0).expect("append");
+        log.append_as_leader(&batch(2, 1_000 + i), 3, 0).expect("append");
     }
     drop(log);
     let seg = dir.path().join("t-0/00000000000000000000.log");
@@ -378,4 +378,61 @@ fn dump_log_prints_batches_records_and_index_entries_and_flags_corruption() {
     assert!(out.contains("Found invalid batch at position"), "{out}");
     let header = BatchHeader::parse(&data).expect("first batch intact");
     assert_eq!(header.record_count, 2);
+}
+
+/// The leader writes each batch as `[rewritten header copy][records from the request]` in one
+/// vectored write; the file must hold exactly what rewriting the request in place gave (offsets,
+/// leader epoch, and for LogAppendTime the attributes, maxTimestamp and CRC), and the request
+/// buffer must be left as it was.
+#[test]
+fn a_leader_append_writes_the_bytes_the_in_place_rewrite_gave() {
+    use kastle::protocol::record_batch::{set_base_offset, set_log_append_time, set_partition_leader_epoch};
+    for timestamp_type in [TimestampType::CreateTime, TimestampType::LogAppendTime] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = LogConfig {
+            timestamp_type,
+            ..LogConfig::default()
+        };
+        let mut log = open(dir.path(), config);
+        let mut expected = Vec::new();
+        let mut next = 0i64;
+        for (round, now) in [(0, 9_000i64), (1, 9_500)] {
+            // Several batches back to back in one request, one of them compressed.
+            let mut request = batch(3, 1_000 + round);
+            request.extend(batch(1, 2_000));
+            request.extend(client_batch(Compression::Gzip, -1));
+            let sent = request.clone();
+            let info = log.append_as_leader(&request, 5, now).expect("append");
+            assert_eq!(request, sent, "the request buffer is not modified");
+            assert_eq!(info.first_offset, next);
+            let mut position = 0;
+            let mut in_place = sent.clone();
+            for header in validate_batches(&sent, 1 << 20).expect("valid") {
+                let b = &mut in_place[position..position + header.size_in_bytes()];
+                set_base_offset(b, next);
+                set_partition_leader_epoch(b, 5);
+                if timestamp_type == TimestampType::LogAppendTime {
+                    set_log_append_time(b, now);
+                }
+                next += i64::from(header.last_offset_delta) + 1;
+                position += header.size_in_bytes();
+            }
+            expected.extend(in_place);
+        }
+        // The client batch's timestamps roll the segment by time: read every segment in order.
+        let mut segments: Vec<_> = std::fs::read_dir(dir.path().join("t-0"))
+            .expect("dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        segments.sort();
+        let file: Vec<u8> = segments
+            .iter()
+            .flat_map(|p| std::fs::read(p).expect("segment"))
+            .collect();
+        assert_eq!(file, expected, "{timestamp_type:?}");
+        validate_batches(&file, 1 << 20).expect("every CRC valid");
+        let read = log.read(0, 1 << 20, next, true).expect("read");
+        assert_eq!(&read[..], &expected[..read.len()], "a fetch returns the stored bytes");
+    }
 }

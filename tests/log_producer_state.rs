@@ -40,8 +40,8 @@ fn batch(epoch: i16, seq: i32, n: usize) -> Vec<u8> {
 }
 
 fn append(log: &mut Log, epoch: i16, seq: i32, n: usize) -> Result<(i64, i64), i16> {
-    let mut bytes = batch(epoch, seq, n);
-    log.append_as_leader(&mut bytes, 0, 1_000)
+    let bytes = batch(epoch, seq, n);
+    log.append_as_leader(&bytes, 0, 1_000)
         .map(|i| (i.first_offset, i.last_offset))
         .map_err(|e| e.error_code())
 }

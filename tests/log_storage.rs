@@ -54,6 +54,14 @@ fn open(dir: &Path, config: &LogConfig, clean: bool, recovery_point: i64) -> Log
 }
 
 /// A producer batch of `n` records with distinct values.
+/// `batch` as the leader stored it: its assigned base offset and leader epoch (the leader
+/// rewrites copies of the headers, not the caller's buffer).
+fn as_stored(mut batch: Vec<u8>, base_offset: i64, leader_epoch: i32) -> Vec<u8> {
+    kastle::protocol::record_batch::set_base_offset(&mut batch, base_offset);
+    kastle::protocol::record_batch::set_partition_leader_epoch(&mut batch, leader_epoch);
+    batch
+}
+
 fn producer_batch(n: usize, tag: u64, timestamp: i64) -> Vec<u8> {
     let values: Vec<Vec<u8>> = (0..n)
         .map(|i| format!("value-{tag}-{i}-{}", "x".repeat((tag % 97) as usize)).into_bytes())
@@ -147,10 +155,12 @@ fn random_operations_match_a_model_of_batches() {
         for step in 0..150 {
             match rng.below(10) {
                 0..=4 => {
-                    let mut batch = producer_batch(1 + rng.below(8) as usize, rng.next(), 1_000 + step);
-                    let info = log.append_as_leader(&mut batch, (step / 50) as i32, 0).expect("append");
+                    let batch = producer_batch(1 + rng.below(8) as usize, rng.next(), 1_000 + step);
+                    let epoch = (step / 50) as i32;
+                    let info = log.append_as_leader(&batch, epoch, 0).expect("append");
                     assert_eq!(info.first_offset, model.leo(), "seed {seed} step {step}");
-                    model.batches.push((info.first_offset, info.last_offset, batch));
+                    let stored = as_stored(batch, info.first_offset, epoch);
+                    model.batches.push((info.first_offset, info.last_offset, stored));
                 }
                 5..=6 => {
                     let leo = model.leo();
@@ -197,9 +207,9 @@ fn five_batches(dir: &Path) -> (Vec<Vec<u8>>, std::path::PathBuf) {
     let mut log = open(dir, &LogConfig::default(), true, 0);
     let mut written = Vec::new();
     for i in 0..5 {
-        let mut batch = producer_batch(3, i, 1_000 + i as i64);
-        log.append_as_leader(&mut batch, 0, 0).expect("append");
-        written.push(batch);
+        let batch = producer_batch(3, i, 1_000 + i as i64);
+        let info = log.append_as_leader(&batch, 0, 0).expect("append");
+        written.push(as_stored(batch, info.first_offset, 0));
     }
     log.flush(0).expect("flush");
     (written, dir.join("orders-0/00000000000000000000.log"))
@@ -210,9 +220,9 @@ fn assert_recovers_to(dir: &Path, written: &[Vec<u8>], batches_kept: usize) {
     let expected: Vec<u8> = written[..batches_kept].concat();
     assert_eq!(log.log_end_offset(), 3 * batches_kept as i64);
     assert_same_bytes(&read_all(&log, 0, log.log_end_offset()), &expected, "recovered log");
-    let mut next = producer_batch(1, 99, 5_000);
+    let next = producer_batch(1, 99, 5_000);
     assert_eq!(
-        log.append_as_leader(&mut next, 1, 0)
+        log.append_as_leader(&next, 1, 0)
             .expect("append after recovery")
             .first_offset,
         3 * batches_kept as i64
@@ -301,8 +311,8 @@ fn segments_roll_on_size_and_retention_never_passes_the_high_watermark() {
     };
     let mut log = open(dir.path(), &config, true, 0);
     for i in 0..20 {
-        let mut batch = producer_batch(2, i, 1_000);
-        log.append_as_leader(&mut batch, 0, 0).expect("append");
+        let batch = producer_batch(2, i, 1_000);
+        log.append_as_leader(&batch, 0, 0).expect("append");
     }
     let segments = log.segment_base_offsets();
     assert!(segments.len() >= 3, "{segments:?}");
@@ -340,7 +350,7 @@ fn an_io_error_takes_one_dir_offline_and_the_other_keeps_working() {
 
     manager.faults().fail_dir(&dir_a);
     let err = lock(&a)
-        .append_as_leader(&mut producer_batch(1, 1, 0), 0, 0)
+        .append_as_leader(&producer_batch(1, 1, 0), 0, 0)
         .expect_err("dead disk");
     assert_eq!(err.error_code(), ec::KAFKA_STORAGE_ERROR, "KAFKA_STORAGE_ERROR: {err}");
     let event = events.try_recv().expect("failure event");
@@ -348,7 +358,7 @@ fn an_io_error_takes_one_dir_offline_and_the_other_keeps_working() {
     assert_eq!(manager.live_dirs(), vec![dir_b.clone()]);
     assert_eq!(manager.handle_dir_failure(&dir_a), vec![tp(0)]);
     lock(&b)
-        .append_as_leader(&mut producer_batch(1, 2, 0), 0, 0)
+        .append_as_leader(&producer_batch(1, 2, 0), 0, 0)
         .expect("the other dir still works");
     let c = manager
         .get_or_create_log(&tp(2), 0)
@@ -371,7 +381,7 @@ fn logs_reload_with_their_checkpoints_and_deleted_partitions_vanish() {
     for p in 0..4 {
         let log = manager.get_or_create_log(&tp(p), 0).expect("log");
         lock(&log)
-            .append_as_leader(&mut producer_batch(2, p as u64, 0), 0, 0)
+            .append_as_leader(&producer_batch(2, p as u64, 0), 0, 0)
             .expect("append");
     }
     manager.flush_all(0);
@@ -415,7 +425,7 @@ async fn the_retention_task_deletes_old_segments_below_the_high_watermark_and_ch
     let log = manager.get_or_create_log(&tp(0), 0).expect("log");
     for i in 0..20 {
         lock(&log)
-            .append_as_leader(&mut producer_batch(2, i, 1_000), 0, 0)
+            .append_as_leader(&producer_batch(2, i, 1_000), 0, 0)
             .expect("append");
     }
     let segments = lock(&log).segment_base_offsets();

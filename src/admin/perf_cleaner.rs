@@ -75,16 +75,16 @@ pub fn run(dir: &Path, options: &PerfCleanerOptions) -> std::io::Result<String> 
                 b = b.record(Some(keys[i % keys.len()].as_bytes()), Some(&value));
                 i += 1;
             }
-            let mut batch = b.build();
+            let batch = b.build();
             written += batch.len() as u64;
-            l.append_as_leader(&mut batch, 0, 0).map_err(err)?;
+            l.append_as_leader(&batch, 0, 0).map_err(err)?;
         }
         l.roll(0).map_err(err)?;
-        let mut last = BatchBuilder::new(0)
+        let last = BatchBuilder::new(0)
             .timestamp(1)
             .record(Some(b"tail"), Some(&value))
             .build();
-        l.append_as_leader(&mut last, 0, 0).map_err(err)?;
+        l.append_as_leader(&last, 0, 0).map_err(err)?;
         l.flush(0).map_err(err)?;
     }
     let config = CleanerConfig {

@@ -93,12 +93,12 @@ pub fn load(dir: &Path, groups: usize, offsets: usize, rounds: usize) -> std::io
             members: vec![member],
         });
         let kv: Vec<KeyValue<'_>> = records.iter().map(|(k, v)| (Some(&k[..]), Some(&v[..]))).collect();
-        for mut batch in [
+        for batch in [
             build_batch(0, 0, &kv, now),
             build_batch(0, 0, &[(Some(&schema::group_key(&group)[..]), Some(&meta[..]))], now),
         ] {
             bytes += batch.len();
-            log.append_as_leader(&mut batch, 0, now).map_err(err)?;
+            log.append_as_leader(&batch, 0, now).map_err(err)?;
         }
     }
     log.flush(now).map_err(err)?;

@@ -98,12 +98,12 @@ pub fn run(dir: &Path, options: &PerfLogOptions) -> std::io::Result<String> {
                 let _ = std::fs::remove_dir_all(&log_dir);
                 let (mut l, _) =
                     Log::open(&log_dir, tp.clone(), LogConfig::default(), &ctx(), 0, None, true, 0).map_err(err)?;
-                let mut buf = template.clone();
+                let buf = template.clone();
                 let started = Instant::now();
                 // The same buffer is appended again and again: offsets and the leader epoch are
                 // rewritten in place, outside the CRC, exactly as for a fresh producer batch.
                 for _ in 0..batches {
-                    l.append_as_leader(&mut buf, 0, 0).map_err(err)?;
+                    l.append_as_leader(&buf, 0, 0).map_err(err)?;
                 }
                 log_rates.push(rate(total, started.elapsed().as_secs_f64()));
                 l.flush(0).map_err(err)?;
@@ -202,8 +202,8 @@ pub fn run(dir: &Path, options: &PerfLogOptions) -> std::io::Result<String> {
             partition: p as i32,
         };
         let log = manager.get_or_create_log(&tp, 0).map_err(err)?;
-        let mut b = template.clone();
-        lock(&log).append_as_leader(&mut b, 0, 0).map_err(err)?;
+        let b = template.clone();
+        lock(&log).append_as_leader(&b, 0, 0).map_err(err)?;
     }
     let grown = rss_bytes().saturating_sub(before);
     let _ = writeln!(

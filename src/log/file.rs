@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, IoSlice, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -72,6 +72,25 @@ impl Faults {
     }
 }
 
+/// `Write::write_all` for several buffers: `write_vectored` until every byte is written.
+fn write_all_vectored(out: &mut impl Write, parts: &[&[u8]]) -> io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| IoSlice::new(p))
+        .collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        match out.write_vectored(rest) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// A segment's `.log` file: appended at the end, read at positions.
 #[derive(Debug)]
 pub struct LogFile {
@@ -105,14 +124,41 @@ impl LogFile {
     }
 
     pub fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.append_parts(&[data])
+    }
+
+    /// Appends `parts` back to back with vectored writes (one `writev` unless the kernel takes
+    /// less), so a batch whose patched header lives apart from its records is written without
+    /// first being assembled in one buffer.
+    pub fn append_parts(&mut self, parts: &[&[u8]]) -> io::Result<()> {
         self.faults.check_write(&self.path)?;
-        if let Err(e) = self.file.write_all(data) {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if let Err(e) = write_all_vectored(&mut self.file, parts) {
             // A partial write leaves garbage at the tail; cut it so the file stays a valid log.
             let _ = self.file.set_len(self.size);
             return Err(e);
         }
-        self.size += data.len() as u64;
+        self.size += total as u64;
         Ok(())
+    }
+
+    /// Reads up to `len` bytes from `position` into fresh, uninitialised memory (no zero fill);
+    /// the result is short at the end of the file.
+    pub fn read_vec_at(&self, len: usize, position: u64) -> io::Result<Vec<u8>> {
+        self.faults.check(&self.path)?;
+        let mut buf = Vec::with_capacity(len);
+        while buf.len() < len {
+            let at = position + buf.len() as u64;
+            // Reads into the uninitialised spare capacity and extends `len` by what arrived.
+            match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        buf.truncate(len); // the allocator may have given more capacity than asked for
+        Ok(buf)
     }
 
     /// Fills `buf` from `position`; returns how many bytes were read (short at the end of file).

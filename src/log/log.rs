@@ -25,7 +25,7 @@ use super::producer_state::{ProducerStateError, ProducerStateManager};
 use super::segment::{self, LogSegment, SegmentIoError};
 use super::timestamp_search::TimestampAndOffset;
 use crate::protocol::error_codes as ec;
-use crate::protocol::record_batch::{self, BatchError, BatchHeader};
+use crate::protocol::record_batch::{self, BatchError, BatchHeader, ScanError, RECORD_BATCH_OVERHEAD};
 use crate::types::TopicPartition;
 
 #[path = "log_flush.rs"]
@@ -416,10 +416,13 @@ impl Log {
     }
 
     /// Validates producer batches, assigns offsets from the LEO and stamps the leader epoch
-    /// (and the broker time for LogAppendTime) in place, then appends.
+    /// (and the broker time for LogAppendTime), then appends. `records` is not modified or
+    /// copied: each batch's rewritten 61-byte header is built apart and the file gets
+    /// `[header][records of the batch]…` in one vectored write (the request's buffer is the
+    /// append buffer).
     pub fn append_as_leader(
         &mut self,
-        records: &mut [u8],
+        records: &[u8],
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<LogAppendInfo, LogError> {
@@ -441,20 +444,24 @@ impl Log {
         };
         let mut next = first_offset;
         let mut position = 0;
+        let mut patched = Vec::with_capacity(headers.len());
         let mut assigned = Vec::with_capacity(headers.len());
+        let stamp = (log_append_time >= 0).then_some(log_append_time);
         for header in &headers {
             let size = header.size_in_bytes();
-            let batch = &mut records[position..position + size];
-            record_batch::set_base_offset(batch, next);
-            record_batch::set_partition_leader_epoch(batch, leader_epoch);
-            if log_append_time >= 0 {
-                record_batch::set_log_append_time(batch, log_append_time);
-            }
-            assigned.push(BatchHeader::parse(batch)?);
+            let batch = &records[position..position + size];
+            // Validation accepted only whole batches, each at least a header long.
+            let rest = batch
+                .get(RECORD_BATCH_OVERHEAD..)
+                .ok_or(BatchError::from(ScanError::Truncated { position }))?;
+            let rewritten = record_batch::leader_header(batch, next, leader_epoch, stamp);
+            assigned.push(BatchHeader::parse(&rewritten)?);
+            patched.push((rewritten, rest));
             next += i64::from(header.last_offset_delta) + 1;
             position += size;
         }
-        let info = self.append_assigned(records, &assigned, now_ms)?;
+        let parts: Vec<&[u8]> = patched.iter().flat_map(|(header, rest)| [&header[..], *rest]).collect();
+        let info = self.append_assigned(&parts, &assigned, now_ms)?;
         self.commit_producers(producer_append);
         Ok(LogAppendInfo {
             log_append_time,
@@ -485,14 +492,16 @@ impl Log {
                 log_end: leo,
             });
         }
-        let info = self.append_assigned(records, &headers, now_ms)?;
+        let info = self.append_assigned(&[records], &headers, now_ms)?;
         self.replay_producers(&headers);
         Ok(info)
     }
 
+    /// Appends batches with their final offsets; `parts` back to back are the batches
+    /// `headers` describe.
     fn append_assigned(
         &mut self,
-        records: &[u8],
+        parts: &[&[u8]],
         headers: &[BatchHeader],
         now_ms: i64,
     ) -> Result<LogAppendInfo, LogError> {
@@ -508,14 +517,15 @@ impl Log {
                 log_start_offset: self.log_start_offset,
             });
         };
-        if records.len() as u64 > self.config.segment_bytes {
+        let size: usize = parts.iter().map(|p| p.len()).sum();
+        if size as u64 > self.config.segment_bytes {
             return Err(LogError::TooLargeForSegment {
-                size: records.len(),
+                size,
                 segment_bytes: self.config.segment_bytes,
             });
         }
         let max_timestamp = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
-        self.maybe_roll(records.len(), max_timestamp, last.last_offset(), now_ms)?;
+        self.maybe_roll(size, max_timestamp, last.last_offset(), now_ms)?;
         for header in headers {
             if header.partition_leader_epoch >= 0
                 && self
@@ -532,7 +542,7 @@ impl Log {
         self.io(epochs_written)?;
         let active = self.segments.values_mut().next_back();
         let result = match active {
-            Some(seg) => seg.append(records, headers),
+            Some(seg) => seg.append_parts(parts, headers),
             None => Ok(()),
         };
         self.io(result)?;
@@ -549,7 +559,7 @@ impl Log {
             max_timestamp,
             log_append_time: -1,
             record_count,
-            bytes: records.len(),
+            bytes: size,
             log_start_offset: self.log_start_offset,
         })
     }

@@ -216,9 +216,15 @@ impl LogSegment {
 
     /// Appends batches whose headers (`batches`, in order) describe `data` exactly.
     pub fn append(&mut self, data: &[u8], batches: &[BatchHeader]) -> Result<(), SegmentIoError> {
+        self.append_parts(&[data], batches)
+    }
+
+    /// [`Self::append`] for batches given as consecutive pieces (a leader's patched headers and
+    /// the request's records), written with one vectored write.
+    pub fn append_parts(&mut self, parts: &[&[u8]], batches: &[BatchHeader]) -> Result<(), SegmentIoError> {
         let mut position = self.log.size();
         let path = self.log.path().to_path_buf();
-        self.log.append(data).map_err(io("append to", &path))?;
+        self.log.append_parts(parts).map_err(io("append to", &path))?;
         for batch in batches {
             self.index_batch(batch, position)?;
             position += batch.size_in_bytes() as u64;
@@ -326,12 +332,10 @@ impl LogSegment {
         } else {
             max_bytes
         };
-        let mut buf = vec![0u8; want.min(available)];
-        let n = self
+        let mut buf = self
             .log
-            .read_at(&mut buf, position)
+            .read_vec_at(want.min(available), position)
             .map_err(io("read", self.log.path()))?;
-        buf.truncate(n);
         let mut keep = 0;
         // The file's batches were validated when written or recovered; reads only walk headers.
         for item in BatchScanner::without_crc(&buf) {

@@ -9,14 +9,16 @@
 //!
 //! Owns the socket and its bytes; must not touch broker state (that is the handler's).
 
+use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::buf::ChunkedBytesMut;
 use kafka_protocol::protocol::{Decodable, Encodable};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -196,9 +198,24 @@ impl<H: RequestHandler> Connection<H> {
 
         // `None` is a request with no response (Produce with acks=0): write nothing.
         let Some(response) = response else { return Ok(()) };
-        let bytes = encode_response(api_key, correlation_id, &response, encode_at)?;
-        with_idle_limit(self.idle, self.writer.write_all(&bytes)).await
+        let chunks = encode_response(api_key, correlation_id, &response, encode_at)?;
+        with_idle_limit(self.idle, write_all_chunks(&mut self.writer, &chunks)).await
     }
+}
+
+/// Writes `chunks` back to back with vectored writes: a fetch response's record data goes from
+/// the buffer the log read it into straight to the socket.
+async fn write_all_chunks<W: AsyncWrite + Unpin>(writer: &mut W, chunks: &[Bytes]) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = chunks.iter().map(|c| IoSlice::new(c)).collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        let n = writer.write_vectored(rest).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut rest, n);
+    }
+    Ok(())
 }
 
 /// ApiVersions is answered here, not by the handler (as Kafka's network layer intercepts it
@@ -301,30 +318,63 @@ fn peek_api(frame: &[u8]) -> Result<(ApiKey, i16), ConnectionError> {
     Ok((api_key, i16::from_be_bytes([v0, v1])))
 }
 
-/// Size prefix, response header (same correlation id) and body, in one buffer for one write.
+/// `Bytes` fields at least this large (fetched record data) are sent by reference rather than
+/// copied into the response buffer.
+const MIN_SHARED_BYTES: usize = 4096;
+
+/// Size prefix, response header (same correlation id) and body, as chunks for one vectored
+/// write: the copied parts in one buffer sized up front from `compute_size`, and each large
+/// `Bytes` field (a fetch's records) as its own chunk, referenced, not copied. The chunks back
+/// to back are the frame.
 fn encode_response(
     api_key: ApiKey,
     correlation_id: i32,
     response: &ResponseKind,
     version: i16,
-) -> Result<Bytes, ConnectionError> {
+) -> Result<Vec<Bytes>, ConnectionError> {
     let unencodable = |reason: String| ConnectionError::UnencodableResponse {
         api_key,
         api_version: version,
         reason,
     };
-    let mut buf = BytesMut::with_capacity(256);
-    buf.extend_from_slice(&[0; 4]);
-    ResponseHeader::default()
-        .with_correlation_id(correlation_id)
-        .encode(&mut buf, api_key.response_header_version(version))
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    let header_version = api_key.response_header_version(version);
+    let size = header
+        .compute_size(header_version)
+        .and_then(|h| Ok(h + response.compute_size(version)?))
+        .map_err(|e| unencodable(format!("{e:#}")))?;
+    let size_field = i32::try_from(size).map_err(|_| unencodable(format!("{size} bytes")))?;
+    let copied = (4 + size).saturating_sub(shared_bytes(response));
+    let mut buf = ChunkedBytesMut::with_capacity(copied, MIN_SHARED_BYTES);
+    buf.put_i32(size_field);
+    header
+        .encode(&mut buf, header_version)
         .map_err(|e| unencodable(format!("{e:#}")))?;
     response
-        .encode(&mut buf, version)
+        .encode_into(&mut buf, version)
         .map_err(|e| unencodable(format!("{e:#}")))?;
-    let size = i32::try_from(buf.len() - 4).map_err(|_| unencodable(format!("{} bytes", buf.len())))?;
-    buf[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(buf.freeze())
+    if buf.len() != 4 + size {
+        return Err(unencodable(format!(
+            "encoded {} bytes, computed {}",
+            buf.len() - 4,
+            size
+        )));
+    }
+    Ok(buf.into_chunks())
+}
+
+/// How many bytes of `response` [`encode_response`] will reference instead of copying.
+fn shared_bytes(response: &ResponseKind) -> usize {
+    let ResponseKind::Fetch(fetch) = response else {
+        return 0;
+    };
+    fetch
+        .responses
+        .iter()
+        .flat_map(|topic| &topic.partitions)
+        .filter_map(|partition| partition.records.as_ref().map(Bytes::len))
+        .filter(|&len| len >= MIN_SHARED_BYTES)
+        .sum()
 }
 
 /// Kafka also counts a Fetch under `FetchFollower` or `FetchConsumer` (`RequestChannel`).
@@ -420,5 +470,69 @@ mod tests {
             peek_api(&[0, 3, 0]),
             Err(ConnectionError::NoHeader { len: 3 })
         ));
+    }
+
+    /// The frame as one contiguous `BytesMut` encoding gives it (what kastle sent before chunks).
+    fn contiguous_frame(correlation_id: i32, response: &ResponseKind, version: i16) -> Vec<u8> {
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&[0; 4]);
+        ResponseHeader::default()
+            .with_correlation_id(correlation_id)
+            .encode(&mut buf, ApiKey::Fetch.response_header_version(version))
+            .expect("header");
+        response.encode(&mut buf, version).expect("body");
+        let size = i32::try_from(buf.len() - 4).expect("size").to_be_bytes();
+        buf[..4].copy_from_slice(&size);
+        buf.to_vec()
+    }
+
+    #[tokio::test]
+    async fn a_fetch_response_sent_as_chunks_is_byte_identical_and_references_the_records() {
+        use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+        use kafka_protocol::messages::{FetchResponse, TopicName};
+        let large = Bytes::from((0..20_000u32).map(|i| i as u8).collect::<Vec<u8>>());
+        let small = Bytes::from_static(b"a few record bytes");
+        let partitions = vec![
+            PartitionData::default()
+                .with_partition_index(0)
+                .with_records(Some(large.clone())),
+            PartitionData::default()
+                .with_partition_index(1)
+                .with_records(Some(small)),
+            PartitionData::default().with_partition_index(2).with_records(None),
+            PartitionData::default()
+                .with_partition_index(3)
+                .with_records(Some(large.slice(100..9_000))),
+        ];
+        let fetch = FetchResponse::default().with_responses(vec![FetchableTopicResponse::default()
+            .with_topic(TopicName("orders".into()))
+            .with_partitions(partitions)]);
+        let response = ResponseKind::Fetch(fetch);
+        for version in [4, 11, 12, 16] {
+            let chunks = encode_response(ApiKey::Fetch, 7, &response, version).expect("encodes");
+            let assembled: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+            assert_eq!(assembled, contiguous_frame(7, &response, version), "v{version}");
+            // The large records are the log's buffer itself, not a copy; the small ones are copied.
+            assert!(chunks
+                .iter()
+                .any(|c| c.as_ptr() == large.as_ptr() && c.len() == large.len()));
+            assert!(chunks.iter().any(|c| c.as_ptr() == large[100..].as_ptr()));
+            assert!(
+                chunks.len() >= 4,
+                "v{version}: head, large, middle, slice of large (, tail)"
+            );
+            let mut wire = Vec::new();
+            write_all_chunks(&mut wire, &chunks).await.expect("written");
+            assert_eq!(wire, assembled);
+        }
+    }
+
+    #[test]
+    fn responses_without_large_bytes_are_one_chunk_of_exactly_the_computed_size() {
+        let response = ResponseKind::ApiVersions(answer_api_versions(3, None).0);
+        let chunks = encode_response(ApiKey::ApiVersions, 1, &response, 3).expect("encodes");
+        assert_eq!(chunks.len(), 1);
+        let size = i32::from_be_bytes([chunks[0][0], chunks[0][1], chunks[0][2], chunks[0][3]]);
+        assert_eq!(usize::try_from(size).ok(), Some(chunks[0].len() - 4));
     }
 }

@@ -225,7 +225,7 @@ impl Partition {
     /// ISR is below `min.insync.replicas` (NOT_ENOUGH_REPLICAS).
     pub fn append_as_leader(
         &self,
-        records: &mut [u8],
+        records: &[u8],
         acks: i16,
         min_isr: i32,
         now_ms: i64,

@@ -69,8 +69,8 @@ fn the_hw_follows_the_slowest_isr_member_and_acks_all_completes_then() {
     let dir = tempfile::tempdir().expect("tempdir");
     let m = manager(dir.path(), false);
     let p = partition(&m, 1, state(1, 0, &[1, 2, 3]));
-    let (info, epoch) = p.append_as_leader(&mut record(), -1, 2, 0).expect("append");
-    p.append_as_leader(&mut record(), -1, 2, 0).expect("append");
+    let (info, epoch) = p.append_as_leader(&record(), -1, 2, 0).expect("append");
+    p.append_as_leader(&record(), -1, 2, 0).expect("append");
     assert_eq!(p.check_produce_completion(info.last_offset + 1, epoch, 2), None);
     p.read_for_follower(BrokerId(2), 2, 0, 1 << 20, 2, 10, true)
         .expect("fetch");
@@ -97,7 +97,7 @@ fn a_lagging_follower_is_proposed_out_and_a_caught_up_one_back_in() {
         .expect("fetch");
     p.read_for_follower(BrokerId(3), 0, -1, 1 << 20, 2, 0, true)
         .expect("fetch");
-    p.append_as_leader(&mut record(), 1, 2, 0).expect("append");
+    p.append_as_leader(&record(), 1, 2, 0).expect("append");
     p.read_for_follower(BrokerId(2), 1, 0, 1 << 20, 2, 20_000, true)
         .expect("fetch");
     let shrink = p.maybe_shrink_isr(31_000, 30_000).expect("3 lags");
@@ -137,14 +137,14 @@ fn a_follower_with_a_foreign_epoch_is_told_where_to_truncate_and_does() {
     // Both wrote offset 0 in epoch 0; then the follower (as an old leader) wrote offsets 1-2 in
     // epoch 1, while the new leader (epoch 2) wrote offset 1.
     let leader = partition(&lm, 2, state(2, 0, &[2]));
-    leader.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    leader.append_as_leader(&record(), 1, 1, 0).expect("append");
     leader.apply(state(2, 2, &[2, 1]), 1, 0).expect("epoch 2");
-    leader.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    leader.append_as_leader(&record(), 1, 1, 0).expect("append");
     let old = partition(&fm, 1, state(1, 0, &[1]));
-    old.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    old.append_as_leader(&record(), 1, 1, 0).expect("append");
     old.apply(state(1, 1, &[1]), 1, 0).expect("epoch 1");
-    old.append_as_leader(&mut record(), 1, 1, 0).expect("append");
-    old.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    old.append_as_leader(&record(), 1, 1, 0).expect("append");
+    old.append_as_leader(&record(), 1, 1, 0).expect("append");
     old.apply(state(2, 2, &[2, 1]), 1, 0).expect("follow 2");
     let (leo, last_epoch, _) = old.fetch_position();
     assert_eq!((leo, last_epoch), (3, 1));
@@ -184,7 +184,7 @@ fn high_watermarks_come_back_from_the_checkpoint_at_start_up() {
         let m = manager(dir.path(), false);
         let log = m.get_or_create_log(&tp(), 0).expect("log");
         for _ in 0..10 {
-            lock(&log).append_as_leader(&mut record(), 0, 0).expect("append");
+            lock(&log).append_as_leader(&record(), 0, 0).expect("append");
         }
         lock(&log).flush(0).expect("flush");
         m.checkpoint_high_watermarks(&BTreeMap::from([(tp(), 7)]));
@@ -219,7 +219,7 @@ fn acks_all_fails_after_append_when_the_isr_falls_below_the_minimum_while_waitin
     let dir = tempfile::tempdir().expect("tempdir");
     let m = manager(dir.path(), false);
     let p = partition(&m, 1, state(1, 0, &[1, 2]));
-    let (info, epoch) = p.append_as_leader(&mut record(), -1, 2, 0).expect("append");
+    let (info, epoch) = p.append_as_leader(&record(), -1, 2, 0).expect("append");
     assert_eq!(p.check_produce_completion(info.last_offset + 1, epoch, 2), None);
     let shrink = p.maybe_shrink_isr(31_000, 30_000).expect("2 never fetched");
     p.complete_isr_update(&shrink, IsrWriteOutcome::Written { zk_version: 1 }, 2);
@@ -228,7 +228,7 @@ fn acks_all_fails_after_append_when_the_isr_falls_below_the_minimum_while_waitin
         Some(ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND)
     );
     assert_eq!(
-        p.append_as_leader(&mut record(), -1, 2, 0).err(),
+        p.append_as_leader(&record(), -1, 2, 0).err(),
         Some(ec::NOT_ENOUGH_REPLICAS)
     );
     assert_eq!(p.log_end_offset(), 1, "nothing appended below min ISR");
@@ -240,7 +240,7 @@ fn an_out_of_range_follower_truncates_to_the_leader_end_or_restarts_at_its_start
     let m = manager(dir.path(), false);
     let p = partition(&m, 1, state(1, 0, &[1]));
     for _ in 0..3 {
-        p.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+        p.append_as_leader(&record(), 1, 1, 0).expect("append");
     }
     p.apply(state(2, 1, &[2, 1]), 1, 0).expect("follow 2");
     // The new leader (unclean) has only 1 record.
@@ -296,7 +296,7 @@ fn retention_asks_for_the_high_watermark_before_it_locks_the_log() {
     let m = manager(dir.path(), false);
     let p = partition(&m, 1, state(1, 0, &[1]));
     for _ in 0..3 {
-        p.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+        p.append_as_leader(&record(), 1, 1, 0).expect("append");
         lock(&p.log()).roll(0).expect("roll");
     }
     let config = LogConfig {

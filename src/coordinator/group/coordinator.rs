@@ -264,11 +264,11 @@ impl GroupCoordinator {
             .map(|(k, v)| (Some(k.as_slice()), v.as_deref()))
             .collect();
         let now = now_ms();
-        let mut batch = build_batch(0, 0, &kv, now);
+        let batch = build_batch(0, 0, &kv, now);
         let acks = self.config.commit_required_acks;
         let min_isr = rm.min_insync_replicas();
         let (info, epoch) = part
-            .append_as_leader(&mut batch, acks, min_isr, now)
+            .append_as_leader(&batch, acks, min_isr, now)
             .map_err(errors::for_store_error)?;
         rm.notify_change();
         if acks != -1 {

@@ -79,19 +79,19 @@ fn fill(m: &LogManager, topic: &str, n: usize, keys: usize) {
     for i in 0..n {
         let key = format!("k{}", i % keys);
         let value = format!("v{i:04}");
-        let mut batch = build_batch(
+        let batch = build_batch(
             0,
             -1,
             &[(Some(key.as_bytes()), Some(value.as_bytes()))],
             1_000 + i as i64,
         );
-        log.append_as_leader(&mut batch, 0, 0).expect("append");
+        log.append_as_leader(&batch, 0, 0).expect("append");
     }
-    let mut tombstone = build_batch(0, -1, &[(Some(&b"k0"[..]), None)], 5_000);
-    log.append_as_leader(&mut tombstone, 0, 0).expect("tombstone");
+    let tombstone = build_batch(0, -1, &[(Some(&b"k0"[..]), None)], 5_000);
+    log.append_as_leader(&tombstone, 0, 0).expect("tombstone");
     for i in 0..40 {
-        let mut batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
-        log.append_as_leader(&mut batch, 0, 0).expect("filler");
+        let batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
+        log.append_as_leader(&batch, 0, 0).expect("filler");
     }
 }
 
@@ -202,8 +202,8 @@ fn delete_policy_logs_are_not_cleaned_and_keyless_records_are_refused_when_compa
 
     compacted(&m, "c", "1000");
     let log = m.get_or_create_log(&tp("c"), 0).expect("log");
-    let mut keyless = build_batch(0, -1, &[(None, Some(&b"v"[..]))], 1);
-    let err = lock(&log).append_as_leader(&mut keyless, 0, 0).expect_err("keyless");
+    let keyless = build_batch(0, -1, &[(None, Some(&b"v"[..]))], 1);
+    let err = lock(&log).append_as_leader(&keyless, 0, 0).expect_err("keyless");
     assert_eq!(err.error_code(), ec::INVALID_RECORD, "INVALID_RECORD");
 }
 
@@ -285,8 +285,8 @@ fn a_new_follower_copies_a_compacted_log_with_its_offset_gaps() {
                 .iter()
                 .map(|(k, v)| (Some(k.as_bytes()), Some(v.as_bytes())))
                 .collect();
-            let mut batch = build_batch(0, -1, &records, 1_000);
-            log.append_as_leader(&mut batch, 0, 0).expect("append");
+            let batch = build_batch(0, -1, &records, 1_000);
+            log.append_as_leader(&batch, 0, 0).expect("append");
         }
     }
     let stats = cleaner(&m).clean_filthiest(0, 10_000).expect("cleaned");
@@ -368,21 +368,21 @@ fn a_producers_last_batch_stays_empty_so_its_state_survives_compaction_and_a_cra
         let mut log = lock(&log);
         for seq in [0, 2, 4] {
             let info = log
-                .append_as_leader(&mut idempotent(seq, &[b"a", b"b"]), 0, 0)
+                .append_as_leader(&idempotent(seq, &[b"a", b"b"]), 0, 0)
                 .expect("idempotent append");
             assert_eq!(info.first_offset, i64::from(seq));
         }
         // A plain producer overwrites both keys, then filler rolls segments past them.
-        let mut plain = build_batch(
+        let plain = build_batch(
             0,
             -1,
             &[(Some(&b"a"[..]), Some(&b"x"[..])), (Some(&b"b"[..]), Some(&b"y"[..]))],
             3_000,
         );
-        log.append_as_leader(&mut plain, 0, 0).expect("plain");
+        log.append_as_leader(&plain, 0, 0).expect("plain");
         for i in 0..40 {
-            let mut batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
-            log.append_as_leader(&mut batch, 0, 0).expect("filler");
+            let batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
+            log.append_as_leader(&batch, 0, 0).expect("filler");
         }
     }
     assert_eq!(producer(&m, "p"), Some((5, 5)));
@@ -430,16 +430,14 @@ fn a_producers_last_batch_stays_empty_so_its_state_survives_compaction_and_a_cra
     let leo = log.log_end_offset();
     // The retried last batch is a duplicate: its original offsets, nothing appended.
     let retry = log
-        .append_as_leader(&mut idempotent(4, &[b"a", b"b"]), 0, 0)
+        .append_as_leader(&idempotent(4, &[b"a", b"b"]), 0, 0)
         .expect("duplicate");
     assert_eq!((retry.first_offset, retry.last_offset), (4, 5));
     assert_eq!(log.log_end_offset(), leo);
     // The sequence goes on from 6; a gap is still refused (OUT_OF_ORDER_SEQUENCE_NUMBER).
-    let gap = log
-        .append_as_leader(&mut idempotent(7, &[b"a"]), 0, 0)
-        .expect_err("gap");
+    let gap = log.append_as_leader(&idempotent(7, &[b"a"]), 0, 0).expect_err("gap");
     assert_eq!(gap.error_code(), ec::OUT_OF_ORDER_SEQUENCE_NUMBER);
-    let next = log.append_as_leader(&mut idempotent(6, &[b"a"]), 0, 0).expect("next");
+    let next = log.append_as_leader(&idempotent(6, &[b"a"]), 0, 0).expect("next");
     assert_eq!(next.first_offset, leo);
 }
 
@@ -506,13 +504,13 @@ fn fill_compressed(m: &LogManager, topic: &str, codec: Compression) {
                 ..TestRecord::default()
             });
         }
-        let mut batch = batch.build();
+        let batch = batch.build();
         assert_eq!(BatchHeader::parse(&batch).expect("header").compression(), codec);
-        log.append_as_leader(&mut batch, 0, 0).expect("append");
+        log.append_as_leader(&batch, 0, 0).expect("append");
     }
     for i in 0..40 {
-        let mut batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
-        log.append_as_leader(&mut batch, 0, 0).expect("filler");
+        let batch = build_batch(0, -1, &[(Some(&b"filler"[..]), Some(format!("{i}").as_bytes()))], 6_000);
+        log.append_as_leader(&batch, 0, 0).expect("filler");
     }
 }
 

@@ -289,6 +289,42 @@ pub fn set_log_append_time(batch: &mut [u8], timestamp: i64) {
     put(batch, CRC_OFFSET, &crc.to_be_bytes());
 }
 
+/// The leader's rewrites of one validated batch (`batch` is exactly that batch) applied to a
+/// copy of its 61-byte header only: base offset, leader epoch and, with `log_append_time`, what
+/// [`set_log_append_time`] does — the CRC is then computed over the patched header tail and the
+/// untouched records (`batch[61..]`). `[returned header][batch[61..]]` is byte for byte the batch
+/// the three in-place rewrites would leave, without copying or mutating the records.
+pub fn leader_header(
+    batch: &[u8],
+    base_offset: i64,
+    leader_epoch: i32,
+    log_append_time: Option<i64>,
+) -> [u8; RECORD_BATCH_OVERHEAD] {
+    let mut header = [0u8; RECORD_BATCH_OVERHEAD];
+    if let Some(src) = batch.get(..RECORD_BATCH_OVERHEAD) {
+        header.copy_from_slice(src);
+    }
+    set_base_offset(&mut header, base_offset);
+    set_partition_leader_epoch(&mut header, leader_epoch);
+    let Some(timestamp) = log_append_time else {
+        return header;
+    };
+    let attributes = be_i16(&header, ATTRIBUTES_OFFSET);
+    if attributes & TIMESTAMP_TYPE_MASK != 0 && be_i64(&header, MAX_TIMESTAMP_OFFSET) == timestamp {
+        return header;
+    }
+    put(
+        &mut header,
+        ATTRIBUTES_OFFSET,
+        &(attributes | TIMESTAMP_TYPE_MASK).to_be_bytes(),
+    );
+    put(&mut header, MAX_TIMESTAMP_OFFSET, &timestamp.to_be_bytes());
+    let records = batch.get(RECORD_BATCH_OVERHEAD..).unwrap_or(&[]);
+    let crc = crc32c::crc32c_append(compute_crc(&header), records);
+    put(&mut header, CRC_OFFSET, &crc.to_be_bytes());
+    header
+}
+
 fn put(batch: &mut [u8], at: usize, bytes: &[u8]) {
     if let Some(dst) = batch.get_mut(at..at + bytes.len()) {
         dst.copy_from_slice(bytes);
@@ -463,5 +499,32 @@ mod tests {
         let before = declared_beyond_slice.clone();
         set_log_append_time(&mut declared_beyond_slice, 1);
         assert_eq!(declared_beyond_slice, before);
+    }
+
+    /// `leader_header` + the untouched records must be exactly what the in-place rewrites leave,
+    /// CRC included, for CreateTime, LogAppendTime (changed and already stamped) batches.
+    #[test]
+    fn a_patched_header_copy_equals_the_in_place_rewrites() {
+        use crate::protocol::test_support::build_batch;
+        let batch = build_batch(0, -1, &[(Some(b"k"), Some(b"v1")), (None, Some(b"value two"))], 1_000);
+        let mut stamped = batch.clone();
+        set_log_append_time(&mut stamped, 5_000);
+        for (source, log_append_time) in [
+            (&batch, None),
+            (&batch, Some(5_000)),
+            (&stamped, Some(5_000)),
+            (&stamped, Some(6_000)),
+        ] {
+            let mut in_place = source.clone();
+            set_base_offset(&mut in_place, 77);
+            set_partition_leader_epoch(&mut in_place, 4);
+            if let Some(t) = log_append_time {
+                set_log_append_time(&mut in_place, t);
+            }
+            let mut patched = leader_header(source, 77, 4, log_append_time).to_vec();
+            patched.extend_from_slice(&source[RECORD_BATCH_OVERHEAD..]);
+            assert_eq!(patched, in_place, "log_append_time {log_append_time:?}");
+            assert_eq!(BatchHeader::parse(&patched).map(|h| h.crc), Ok(compute_crc(&patched)));
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `codec` | inflating and deflating a compressed batch's records section (gzip, snappy, lz4, zstd) |
-//! | `header` | byte layout constants, [`BatchHeader`], CRC-32C, the leader's in-place rewrites |
+//! | `header` | byte layout constants, [`BatchHeader`], CRC-32C, the leader's rewrites (in place, or of a header copy) |
 //! | `scanner` | [`BatchScanner`]: walk back-to-back batches, stop at the first invalid byte with a [`ScanError`] |
 //! | `validate` | [`validate_batches`] for produce, [`BatchError`] and its Kafka error codes |
 //! | `record` | [`Record`] decoding (of an uncompressed or inflated records section) |
@@ -21,8 +21,8 @@ pub mod varint;
 mod interop_tests;
 
 pub use header::{
-    compute_crc, increment_sequence, set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader,
-    Compression, TimestampType, LOG_OVERHEAD, RECORDS_OFFSET, RECORD_BATCH_OVERHEAD,
+    compute_crc, increment_sequence, leader_header, set_base_offset, set_log_append_time, set_partition_leader_epoch,
+    BatchHeader, Compression, TimestampType, LOG_OVERHEAD, RECORDS_OFFSET, RECORD_BATCH_OVERHEAD,
 };
 pub use record::{Record, RecordError, RecordField, RecordIter};
 pub use scanner::{scan_batch, valid_prefix_len, BatchScanner, ScanError};

@@ -34,13 +34,11 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Prod
                     (None, _) => ec::UNKNOWN_TOPIC_OR_PARTITION,
                     (Some(_), None) => ec::INVALID_RECORD,
                     (Some(partition), Some(records)) => {
-                        // The network buffer becomes the append buffer: offsets are written in place.
-                        let mut bytes = Vec::from(records);
-                        // TEMP (drop on merge: ReplicaManager::append_records does this): the
-                        // append off the async workers.
+                        // The request's buffer is the append buffer: the log rewrites copies of the
+                        // batch headers and writes the records from here, uncopied; off the async workers.
                         let p = partition.clone();
                         let appended = tokio::task::spawn_blocking(move || {
-                            p.append_as_leader(&mut bytes, acks, min_isr, now_ms())
+                            p.append_as_leader(&records, acks, min_isr, now_ms())
                         })
                         .await
                         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));

@@ -208,6 +208,100 @@ pub trait ByteBufMut: BufMut {
     fn fill_typed_gap<T: GapType>(&mut self, gap: TypedGap<T>, value: T::Value) {
         gap.type_.put(self.gap_buf(gap.gap), value);
     }
+
+    /// Put the contents of `bytes` (kastle patch). A buffer that can hold data by reference
+    /// ([`ChunkedBytesMut`]) keeps a clone of `bytes` instead of copying it; others copy.
+    fn put_shared_bytes(&mut self, bytes: &Bytes) {
+        self.put_slice(bytes);
+    }
+}
+
+/// An encode buffer whose output is a list of chunks (kastle patch): [`ByteBufMut::put_shared_bytes`]
+/// of at least `min_shared` bytes ends the current chunk and appends the `Bytes` itself, so a
+/// large field (a fetch response's records) is referenced, not copied; everything else is
+/// written into one buffer, which is best sized up front ([`ChunkedBytesMut::with_capacity`]).
+/// The chunks back to back are exactly what encoding into a `BytesMut` gives. Gaps
+/// ([`ByteBufMut::put_gap`], used by record-batch encoding, not by messages) must not span a
+/// shared chunk: `range` reaches only the current chunk and panics otherwise.
+#[derive(Debug, Default)]
+pub struct ChunkedBytesMut {
+    done: Vec<Bytes>,
+    done_len: usize,
+    current: BytesMut,
+    min_shared: usize,
+}
+
+impl ChunkedBytesMut {
+    /// An empty buffer with `capacity` bytes for the copied parts; `Bytes` of `min_shared` bytes
+    /// or more are referenced.
+    pub fn with_capacity(capacity: usize, min_shared: usize) -> Self {
+        Self {
+            done: Vec::new(),
+            done_len: 0,
+            current: BytesMut::with_capacity(capacity),
+            min_shared,
+        }
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.done_len + self.current.len()
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The output, in order; empty chunks are left out.
+    pub fn into_chunks(mut self) -> Vec<Bytes> {
+        if !self.current.is_empty() {
+            self.done.push(self.current.freeze());
+        }
+        self.done
+    }
+}
+
+// Every method delegates to the current `BytesMut`, which upholds `BufMut`'s contract.
+unsafe impl BufMut for ChunkedBytesMut {
+    fn remaining_mut(&self) -> usize {
+        self.current.remaining_mut()
+    }
+    unsafe fn advance_mut(&mut self, cnt: usize) {
+        unsafe { self.current.advance_mut(cnt) }
+    }
+    fn chunk_mut(&mut self) -> &mut bytes::buf::UninitSlice {
+        self.current.chunk_mut()
+    }
+    fn put_slice(&mut self, src: &[u8]) {
+        self.current.put_slice(src)
+    }
+}
+
+impl ByteBufMut for ChunkedBytesMut {
+    fn offset(&self) -> usize {
+        self.len()
+    }
+    fn seek(&mut self, offset: usize) {
+        self.current.resize(offset - self.done_len, 0);
+    }
+    fn range(&mut self, r: Range<usize>) -> &mut [u8] {
+        &mut self.current[(r.start - self.done_len)..(r.end - self.done_len)]
+    }
+    fn put_shared_bytes(&mut self, bytes: &Bytes) {
+        if bytes.len() < self.min_shared {
+            self.current.put_slice(bytes);
+            return;
+        }
+        if !self.current.is_empty() {
+            // `split` keeps the remaining capacity for what follows.
+            let head = self.current.split().freeze();
+            self.done_len += head.len();
+            self.done.push(head);
+        }
+        self.done_len += bytes.len();
+        self.done.push(bytes.clone());
+    }
 }
 
 impl ByteBufMut for BytesMut {
@@ -243,5 +337,8 @@ impl<T: ByteBufMut> ByteBufMut for &mut T {
     }
     fn range(&mut self, r: Range<usize>) -> &mut [u8] {
         (**self).range(r)
+    }
+    fn put_shared_bytes(&mut self, bytes: &Bytes) {
+        (**self).put_shared_bytes(bytes)
     }
 }
