@@ -160,7 +160,7 @@ impl<H: RequestHandler> Connection<H> {
         let ended = tokio::select! {
             biased;
             () = reached(state, ServerState::Closed) => return Ok(Ended::ServerShutdown),
-            ended = &mut reading => ended?,
+            ended = &mut reading => ended,
             // The writer ends first only on a socket error: the queue stays open while the
             // reader runs.
             written = &mut writing => {
@@ -168,11 +168,12 @@ impl<H: RequestHandler> Connection<H> {
                 return reading.await;
             }
         };
-        // Every request read gets its response written; only the hard stop interrupts that.
+        // Every request read before the end (a bad frame included) gets its response written;
+        // only the hard stop interrupts that.
         tokio::select! {
             biased;
             () = reached(state, ServerState::Closed) => Ok(Ended::ServerShutdown),
-            written = writing => written.map(|()| ended),
+            written = writing => written.and(ended),
         }
     }
 }
