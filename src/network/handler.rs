@@ -24,6 +24,8 @@ pub struct RequestContext {
 pub type PendingResponse = Pin<Box<dyn Future<Output = Option<ResponseKind>> + Send + 'static>>;
 
 /// A handler's answer to one request.
+// `Now` is the common case, moved once per request: boxing it would allocate per request.
+#[allow(clippy::large_enum_variant)]
 pub enum Reply {
     /// The response body, or `None` for a request that gets no response (acks=0).
     Now(Option<ResponseKind>),
