@@ -463,23 +463,46 @@ async fn an_idempotent_producer_through_a_leader_kill_delivers_each_record_once_
 /// holds batches the producer never had acknowledged. Becoming leader, it must answer their
 /// retries with the original offsets (without deduplication they are OUT_OF_ORDER_SEQUENCE_NUMBER
 /// and librdkafka fails the records).
+///
+/// Nothing here races a timer. "Unacknowledged" is read from the logs, not from the producer's
+/// delivery reports (those trail the leader's answers, so a survivor ahead of the reports is
+/// ahead of what was acknowledged only by luck): while the paused follower is in the ISR the
+/// high watermark cannot pass its log end, which is frozen on disk, so whatever the survivor
+/// holds beyond it nobody acknowledged. It stays in the ISR because its ZooKeeper session is
+/// long (nothing expires during the pause) and the lag time (30 s) is far off; it cannot be
+/// elected while paused because it is last in the assignment and the survivor is live and in
+/// the ISR; and it is not the controller because it joins after the controller is elected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_leader_answers_retries_of_batches_it_replicated_but_nobody_acknowledged() {
     const COUNT: usize = 20_000;
+    /// The paused follower's session: heartbeats at a third of it, so it cannot expire within
+    /// two thirds of it after the pause, far beyond the wait before the kill.
+    const PAUSED_SESSION_MS: u64 = 24_000;
     let chroot = unique_chroot("idem-unacked");
     let extra = [("min.insync.replicas", "2")];
-    let specs: Vec<BrokerSpec> = (1..=3).map(|id| spec(&chroot, id, &extra)).collect();
-    let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    let paused: i32 = 3;
+    let mut specs: Vec<BrokerSpec> = (1..=3).map(|id| spec(&chroot, id, &extra)).collect();
+    specs[(paused - 1) as usize] = spec(&chroot, paused, &extra).session_timeout_ms(PAUSED_SESSION_MS);
+    let mut brokers: Vec<BrokerProcess> = specs[..2].iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 2).await;
+    brokers.push(BrokerProcess::start(&specs[(paused - 1) as usize]));
     cluster_ready(&zk, 3).await;
+    assert_ne!(
+        common::cluster::controller_of(&zk).await,
+        Some(paused),
+        "the controller was elected before the paused broker started"
+    );
     create_topic(&zk, "unacked", "[1,2,3]").await;
     wait_until(Duration::from_secs(30), "a full ISR", || async {
         isr(&zk, "unacked").await.len() == 3
     })
     .await;
     let first_leader = leader(&zk, "unacked").await;
-    let followers: Vec<i32> = (1..=3).filter(|id| *id != first_leader).collect();
-    let (paused, survivor) = (followers[0], followers[1]);
+    assert_ne!(first_leader, paused, "the assignment's head leads");
+    let survivor = (1..=3)
+        .find(|id| *id != first_leader && *id != paused)
+        .expect("three brokers");
     let boot = bootstrap(&zk).await;
     let acked_file = tempfile::NamedTempFile::new().expect("temp");
     let acked_path = acked_file.path().to_path_buf();
@@ -501,26 +524,37 @@ async fn a_new_leader_answers_retries_of_batches_it_replicated_but_nobody_acknow
         async move { lines(&p).len() >= 3_000 }
     })
     .await;
-    brokers[(paused - 1) as usize].signal("STOP");
+    brokers[(paused - 1) as usize].pause().await;
+    // Frozen from here on: what the leader can know of the paused follower's log end, and so
+    // the most the high watermark (and any acknowledgement) can reach until it resumes.
+    let paused_end = common::replicas::log_end(&brokers[(paused - 1) as usize].log_dir, "unacked", 0);
     let survivor_dir = brokers[(survivor - 1) as usize].log_dir.clone();
     wait_until(
-        // Before the paused follower's session expires and the controller drops it from the ISR.
-        Duration::from_millis(SESSION_MS - 500),
-        "records replicated to the survivor but not acknowledged",
+        Duration::from_millis(PAUSED_SESSION_MS / 2),
+        "records replicated to the survivor beyond the paused follower's log end",
         || {
-            let (p, d) = (acked_path.clone(), survivor_dir.clone());
-            async move { common::replicas::log_end(&d, "unacked", 0) > lines(&p).len() as i64 + 50 }
+            let d = survivor_dir.clone();
+            async move { common::replicas::log_end(&d, "unacked", 0) > paused_end }
         },
     )
     .await;
     brokers[(first_leader - 1) as usize].signal("KILL");
-    let unacked_on_survivor = common::replicas::log_end(&survivor_dir, "unacked", 0) - lines(&acked_path).len() as i64;
+    let unacked_on_survivor = common::replicas::log_end(&survivor_dir, "unacked", 0) - paused_end;
+    assert!(
+        isr(&zk, "unacked").await.contains(&paused),
+        "the paused follower was in the ISR at the kill"
+    );
     wait_until(
         Duration::from_millis(SESSION_MS + 15_000),
         "the survivor leads",
         || async { leader(&zk, "unacked").await == survivor },
     )
     .await;
+    let acked_while_paused = lines(&acked_path).len() as i64;
+    assert!(
+        acked_while_paused <= paused_end,
+        "nothing past the paused follower's log end ({paused_end}) acknowledged: {acked_while_paused}"
+    );
     brokers[(paused - 1) as usize].signal("CONT");
     wait_until(
         Duration::from_secs(20),
@@ -547,6 +581,7 @@ async fn a_new_leader_answers_retries_of_batches_it_replicated_but_nobody_acknow
         unacked_on_survivor > 0,
         "the survivor held unacknowledged records at the kill"
     );
+    eprintln!("unacknowledged records on the survivor at the kill: {unacked_on_survivor}");
     assert_eq!(report.trim(), "errors 0 []", "every record acknowledged");
     let acked = lines(&acked_path);
     assert_eq!(

@@ -1,9 +1,13 @@
 //! One client connection: Kafka framing (4-byte big-endian size, then the request), request
 //! headers, version checks, ApiVersions, and the hand-off to the [`RequestHandler`].
 //!
-//! Requests on a connection are handled one at a time, in arrival order, so responses leave in
+//! Requests on a connection are handled one at a time, in arrival order, and responses leave in
 //! request order: Kafka mutes a channel while its request is in flight and clients rely on
-//! the ordering to match correlation ids. Anything a peer can get wrong (a bad size, an unknown
+//! the ordering to match correlation ids. One departure: a request whose handler is done but
+//! for a wait ([`Reply::Later`], an acks=all produce waiting for its followers) does not hold
+//! the next request back; its response is written when it resolves, still in order (up to
+//! [`MAX_PENDING_RESPONSES`] queued). Otherwise a client that pipelines (librdkafka, up to a
+//! million requests in flight) gets one replication round trip per request, and falls behind. Anything a peer can get wrong (a bad size, an unknown
 //! API key, an undecodable header or body, an unsupported version with no error response)
 //! closes this connection only, with a log line naming the peer and the reason.
 //!
@@ -21,13 +25,13 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
 use super::api_versions::{
     answer_api_versions, error_name, is_supported, unsupported_version_response, UNSUPPORTED_VERSION,
 };
-use super::handler::{RequestContext, RequestHandler};
+use super::handler::{PendingResponse, Reply, RequestContext, RequestHandler};
 
 /// Where the socket server is in its life; connections watch it to know when to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -143,25 +147,119 @@ impl<H: RequestHandler> Connection<H> {
     }
 
     async fn serve(&mut self, state: &mut watch::Receiver<ServerState>) -> Result<Ended, ConnectionError> {
+        let (queue, responses) = mpsc::channel(MAX_PENDING_RESPONSES);
+        let requests = Requests {
+            reader: &mut self.reader,
+            peer: self.peer,
+            listener: &self.listener,
+            handler: &self.handler,
+            max_request_bytes: self.max_request_bytes,
+            idle: self.idle,
+        };
+        let reading = requests.run(state.clone(), queue);
+        let writing = write_responses(&mut self.writer, responses, self.idle);
+        tokio::pin!(reading, writing);
+        let ended = tokio::select! {
+            biased;
+            () = reached(state, ServerState::Closed) => return Ok(Ended::ServerShutdown),
+            ended = &mut reading => ended,
+            // The writer ends first only on a socket error: the queue stays open while the
+            // reader runs.
+            written = &mut writing => {
+                written?;
+                return reading.await;
+            }
+        };
+        // Every request read before the end (a bad frame included) gets its response written;
+        // only the hard stop interrupts that.
+        tokio::select! {
+            biased;
+            () = reached(state, ServerState::Closed) => Ok(Ended::ServerShutdown),
+            written = writing => written.and(ended),
+        }
+    }
+}
+
+/// Responses queued on a connection and not yet written, at most: beyond that the connection
+/// reads no further request (the peer's requests wait in the socket).
+const MAX_PENDING_RESPONSES: usize = 100;
+
+/// A response in a connection's write queue.
+enum Outgoing {
+    /// Encoded: the frame's chunks (record data referenced, not copied).
+    Ready(Vec<Bytes>),
+    /// A [`Reply::Later`]: encoded and written once it resolves and everything before it is
+    /// written.
+    Waiting {
+        response: PendingResponse,
+        api_key: ApiKey,
+        correlation_id: i32,
+        version: i16,
+    },
+}
+
+/// Writes the queued responses in order, waiting for each pending one in turn.
+async fn write_responses(
+    writer: &mut OwnedWriteHalf,
+    mut queue: mpsc::Receiver<Outgoing>,
+    idle: Duration,
+) -> Result<(), ConnectionError> {
+    while let Some(out) = queue.recv().await {
+        let chunks = match out {
+            Outgoing::Ready(chunks) => chunks,
+            Outgoing::Waiting {
+                response,
+                api_key,
+                correlation_id,
+                version,
+            } => match response.await {
+                Some(response) => encode_response(api_key, correlation_id, &response, version)?,
+                None => continue,
+            },
+        };
+        with_idle_limit(idle, write_all_chunks(writer, &chunks)).await?;
+    }
+    Ok(())
+}
+
+/// The reading half of a connection: requests one at a time, in arrival order, each handled
+/// until its handler returns (its effects done) before the next is read; the answers go to
+/// the write queue.
+struct Requests<'a, H> {
+    reader: &'a mut BufReader<OwnedReadHalf>,
+    peer: SocketAddr,
+    listener: &'a str,
+    handler: &'a Arc<H>,
+    max_request_bytes: usize,
+    idle: Duration,
+}
+
+impl<H: RequestHandler> Requests<'_, H> {
+    async fn run(
+        mut self,
+        mut state: watch::Receiver<ServerState>,
+        queue: mpsc::Sender<Outgoing>,
+    ) -> Result<Ended, ConnectionError> {
         loop {
             let frame = tokio::select! {
                 biased;
-                () = reached(state, ServerState::Draining) => return Ok(Ended::ServerShutdown),
-                frame = read_frame(&mut self.reader, self.max_request_bytes, self.idle) => frame?,
+                () = reached(&mut state, ServerState::Draining) => return Ok(Ended::ServerShutdown),
+                frame = read_frame(&mut *self.reader, self.max_request_bytes, self.idle) => frame?,
             };
             let Some(frame) = frame else {
                 return Ok(Ended::PeerClosed);
             };
-            // Once read, a request is in flight: only the hard stop interrupts it.
-            tokio::select! {
-                biased;
-                () = reached(state, ServerState::Closed) => return Ok(Ended::ServerShutdown),
-                done = self.process(frame) => done?,
+            if let Some(out) = self.process(frame).await? {
+                // A full queue holds the next read back; a closed one means the writer failed,
+                // and that error ends the connection.
+                if queue.send(out).await.is_err() {
+                    return Ok(Ended::PeerClosed);
+                }
             }
         }
     }
 
-    async fn process(&mut self, mut frame: Bytes) -> Result<(), ConnectionError> {
+    async fn process(&mut self, mut frame: Bytes) -> Result<Option<Outgoing>, ConnectionError> {
         let (api_key, api_version) = peek_api(&frame)?;
         let header = RequestHeader::decode(&mut frame, api_key.request_header_version(api_version)).map_err(|e| {
             ConnectionError::BadHeader {
@@ -184,9 +282,19 @@ impl<H: RequestHandler> Connection<H> {
                 api_key,
                 api_version,
                 peer: self.peer,
-                listener: self.listener.clone(),
+                listener: self.listener.to_string(),
             };
-            (self.handler.handle(ctx, request).await, api_version)
+            match self.handler.reply(ctx, request).await {
+                Reply::Now(response) => (response, api_version),
+                Reply::Later(response) => {
+                    return Ok(Some(Outgoing::Waiting {
+                        response,
+                        api_key,
+                        correlation_id,
+                        version: api_version,
+                    }))
+                }
+            }
         } else {
             let Some(response) = unsupported_version_response(api_key, api_version) else {
                 return Err(ConnectionError::UnsupportedVersion { api_key, api_version });
@@ -197,9 +305,8 @@ impl<H: RequestHandler> Connection<H> {
         };
 
         // `None` is a request with no response (Produce with acks=0): write nothing.
-        let Some(response) = response else { return Ok(()) };
-        let chunks = encode_response(api_key, correlation_id, &response, encode_at)?;
-        with_idle_limit(self.idle, write_all_chunks(&mut self.writer, &chunks)).await
+        let Some(response) = response else { return Ok(None) };
+        encode_response(api_key, correlation_id, &response, encode_at).map(|b| Some(Outgoing::Ready(b)))
     }
 }
 

@@ -3,10 +3,10 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`handler`] | the seam: [`RequestContext`] and the [`RequestHandler`] trait the broker implements |
+//! | [`handler`] | the seam: [`RequestContext`], the [`RequestHandler`] trait the broker implements, [`handler::Reply`] (now or later) |
 //! | [`api_versions`] | the table of supported API versions and the answers derived from it |
 //! | [`socket_server`] | accept loops, connection limits, graceful shutdown |
-//! | [`connection`] | one connection: framing, header and body decoding, in-order request handling |
+//! | [`connection`] | one connection: framing, header and body decoding, in-order request handling and responses |
 //! | [`connection_quotas`] | `max.connections` / `max.connections.per.ip` counting |
 
 pub mod api_versions;

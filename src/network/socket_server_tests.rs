@@ -9,7 +9,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 
 use super::api_versions::{SUPPORTED, UNSUPPORTED_VERSION};
 use super::socket_server::NetworkConfig;
-use super::test_support::{metadata_request, produce_request, start_server, TestClient};
+use super::test_support::{metadata_request, produce_request, start_server, within_deadline, TestClient, SLOW_TOPIC};
 
 fn advertised(response: &ApiVersionsResponse) -> Vec<(i16, i16, i16)> {
     response
@@ -141,6 +141,25 @@ async fn an_acks_0_produce_gets_no_response_and_the_next_request_is_still_answer
     let (received, response) = client.receive(ApiKey::Produce, 9).await?;
     assert_eq!(received, acked);
     assert!(matches!(response, ResponseKind::Produce(_)));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_request_after_an_acks_all_produce_waiting_for_replicas_is_served_and_answered_after_it() -> anyhow::Result<()>
+{
+    let mut test = start_server(NetworkConfig::default()).await?;
+    let mut client = TestClient::connect(test.addr).await?;
+    let produce = client.send(ApiKey::Produce, 9, &produce_request(-1)).await?;
+    let metadata = client.send(ApiKey::Metadata, 12, &metadata_request(SLOW_TOPIC)).await?;
+    // The produce's response waits for its replicas; the connection serves the next request.
+    within_deadline("the request after a waiting produce to be handled", test.started.recv()).await?;
+    test.handler.release.add_permits(1);
+    test.handler.replicated.add_permits(1);
+    let (first, response) = client.receive(ApiKey::Produce, 9).await?;
+    assert_eq!(first, produce, "the produce's response first");
+    assert!(matches!(response, ResponseKind::Produce(_)));
+    let (second, _) = client.receive(ApiKey::Metadata, 12).await?;
+    assert_eq!(second, metadata);
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
-use super::handler::{RequestContext, RequestHandler};
+use super::handler::{Reply, RequestContext, RequestHandler};
 use super::socket_server::{NetworkConfig, SocketServer};
 
 /// How long any single network step in a test may take before the test fails.
@@ -31,14 +31,30 @@ pub const SLOW_TOPIC: &str = "slow";
 /// Answers Metadata with an empty response whose `cluster_id` echoes the first requested
 /// topic (so tests can pair answers with requests), and Produce with an empty response unless
 /// acks=0, which gets none. A Metadata request for [`SLOW_TOPIC`] reports on `started` and
-/// waits for a permit on `release` first.
+/// waits for a permit on `release` first. An acks=-1 Produce is answered once a permit on
+/// `replicated` is there, [`Reply::Later`] (as the broker's acks=all produce).
 #[derive(Debug)]
 pub struct TestHandler {
     pub started: mpsc::UnboundedSender<()>,
     pub release: Semaphore,
+    pub replicated: Arc<Semaphore>,
+}
+
+async fn replicated(permits: Arc<Semaphore>) -> Option<ResponseKind> {
+    let _permit = permits.acquire().await;
+    Some(ResponseKind::Produce(ProduceResponse::default()))
 }
 
 impl RequestHandler for TestHandler {
+    async fn reply(&self, ctx: RequestContext, request: RequestKind) -> Reply {
+        match request {
+            RequestKind::Produce(request) if request.acks == -1 => {
+                Reply::Later(Box::pin(replicated(Arc::clone(&self.replicated))))
+            }
+            other => Reply::Now(self.handle(ctx, other).await),
+        }
+    }
+
     async fn handle(&self, _ctx: RequestContext, request: RequestKind) -> Option<ResponseKind> {
         match request {
             RequestKind::Metadata(request) => {
@@ -57,6 +73,7 @@ impl RequestHandler for TestHandler {
                 ))
             }
             RequestKind::Produce(request) if request.acks == 0 => None,
+            RequestKind::Produce(request) if request.acks == -1 => replicated(Arc::clone(&self.replicated)).await,
             RequestKind::Produce(_) => Some(ResponseKind::Produce(ProduceResponse::default())),
             _ => None,
         }
@@ -80,6 +97,7 @@ pub async fn start_server(config: NetworkConfig) -> anyhow::Result<TestServer> {
     let handler = Arc::new(TestHandler {
         started: started_tx,
         release: Semaphore::new(0),
+        replicated: Arc::new(Semaphore::new(0)),
     });
     let server = SocketServer::start(vec![("PLAINTEXT".to_owned(), listener)], Arc::clone(&handler), config);
     Ok(TestServer {

@@ -152,6 +152,28 @@ impl BrokerProcess {
         assert!(status.success(), "kill -{signal} {} failed", self.pid());
     }
 
+    /// Sends SIGSTOP and waits until every thread of the process is stopped: `kill` returns once
+    /// the signal is queued, and a thread inside a syscall (a `pwrite`) finishes it first.
+    pub async fn pause(&self) {
+        self.signal("STOP");
+        let tasks = format!("/proc/{}/task", self.pid());
+        super::wait_until(Duration::from_secs(10), "every thread stopped", || {
+            let tasks = tasks.clone();
+            async move {
+                std::fs::read_dir(&tasks).is_ok_and(|d| {
+                    d.filter_map(Result::ok).all(|t| {
+                        // The state follows the parenthesised command name.
+                        std::fs::read_to_string(t.path().join("stat"))
+                            .ok()
+                            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('T')))
+                            .unwrap_or(true)
+                    })
+                })
+            }
+        })
+        .await;
+    }
+
     /// Everything the broker logged so far.
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()

@@ -90,15 +90,30 @@ impl Wire {
     where
         R::Response: Decodable + HeaderVersion,
     {
+        let correlation = self.write(request, version).await;
+        self.read::<R>(version, correlation).await
+    }
+
+    /// Sends `request` without waiting for its response (pipelining); returns its
+    /// correlation id for [`Wire::read`].
+    pub async fn write<R: Request + Encodable>(&mut self, request: &R, version: i16) -> i32 {
         let frame = self.frame(request, version);
         self.stream.write_all(&frame).await.expect("write request");
+        self.correlation
+    }
+
+    /// Reads the next response, which must be the one to the request sent as `correlation`.
+    pub async fn read<R: Request>(&mut self, version: i16, correlation: i32) -> R::Response
+    where
+        R::Response: Decodable + HeaderVersion,
+    {
         let size = self.stream.read_i32().await.expect("response size");
         let mut buf = vec![0u8; size as usize];
         self.stream.read_exact(&mut buf).await.expect("response body");
         let mut bytes = Bytes::from(buf);
         let api_key = ApiKey::try_from(R::KEY).expect("known api");
         let header = ResponseHeader::decode(&mut bytes, api_key.response_header_version(version)).expect("header");
-        assert_eq!(header.correlation_id, self.correlation, "responses come back in order");
+        assert_eq!(header.correlation_id, correlation, "responses come back in order");
         let response = R::Response::decode(&mut bytes, version).expect("decode response");
         assert!(!bytes.has_remaining(), "response fully consumed");
         response

@@ -23,7 +23,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::metadata_cache::MetadataCache;
 pub(crate) use crate::clock::now_ms;
-use crate::network::handler::{RequestContext, RequestHandler};
+use crate::network::handler::{Reply, RequestContext, RequestHandler};
 use crate::replica::ReplicaManager;
 use crate::types::BrokerId;
 use crate::zk::{KafkaZkClient, ZkSession};
@@ -57,9 +57,26 @@ pub struct KafkaApis {
 }
 
 impl RequestHandler for KafkaApis {
+    /// An acks=all produce answers [`Reply::Later`]: its records are appended, its response
+    /// waits for the followers while the connection serves the next request.
+    async fn reply(&self, ctx: RequestContext, request: RequestKind) -> Reply {
+        match request {
+            RequestKind::Produce(r) => match produce::handle(self, &ctx, r).await {
+                produce::Produced::Now(response) => Reply::Now(response.map(ResponseKind::Produce)),
+                produce::Produced::Waiting(response) => {
+                    Reply::Later(Box::pin(async move { Some(ResponseKind::Produce(response.await)) }))
+                }
+            },
+            other => Reply::Now(self.handle(ctx, other).await),
+        }
+    }
+
     async fn handle(&self, ctx: RequestContext, request: RequestKind) -> Option<ResponseKind> {
         match request {
-            RequestKind::Produce(r) => produce::handle(self, &ctx, r).await.map(ResponseKind::Produce),
+            RequestKind::Produce(r) => match produce::handle(self, &ctx, r).await {
+                produce::Produced::Now(response) => response.map(ResponseKind::Produce),
+                produce::Produced::Waiting(response) => Some(ResponseKind::Produce(response.await)),
+            },
             RequestKind::Fetch(r) => Some(ResponseKind::Fetch(fetch::handle(self, &ctx, r).await)),
             RequestKind::OffsetForLeaderEpoch(r) => Some(ResponseKind::OffsetForLeaderEpoch(
                 offset_for_leader_epoch::handle(self, r),
