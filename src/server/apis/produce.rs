@@ -1,67 +1,54 @@
-//! Produce: validate acks, append each partition's batches as leader, and for acks=-1 wait
-//! (the produce purgatory) until the high watermark passes every appended offset, the ISR
-//! drops below min.insync.replicas, or the request times out.
-
-use std::time::Duration;
+//! Produce: translates the request into [`ReplicaManager::append_records`] (which validates
+//! acks, appends as leader and, for acks=-1, waits in the purgatory for the ISR) and its
+//! per-partition results back into the response.
+//!
+//! [`ReplicaManager::append_records`]: crate::replica::ReplicaManager::append_records
 
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
-use super::{now_ms, KafkaApis};
+use super::KafkaApis;
 use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
+use crate::replica::append::AppendPartition;
 use crate::types::TopicPartition;
 
 pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequest) -> Option<ProduceResponse> {
     let acks = request.acks;
-    let rm = &apis.replica_manager;
-    let min_isr = rm.min_insync_replicas();
-    // (topic index, partition response, partition to wait on with the offset to reach)
+    // Every partition answers in request order; those without records never reach the log.
     let mut topics = Vec::with_capacity(request.topic_data.len());
-    let mut waits = Vec::new();
+    let mut entries = Vec::new();
+    // (topic index, partition index) of each entry.
+    let mut slots = Vec::new();
     for topic in request.topic_data {
         let mut responses = Vec::with_capacity(topic.partition_data.len());
         for data in topic.partition_data {
             let mut resp = PartitionProduceResponse::default().with_index(data.index);
-            let tp = TopicPartition {
-                topic: topic.name.0.to_string(),
-                partition: data.index,
-            };
-            let code = if !matches!(acks, -1..=1) {
-                ec::INVALID_REQUIRED_ACKS
-            } else {
-                match (rm.partition(&tp), data.records) {
-                    (None, _) => ec::UNKNOWN_TOPIC_OR_PARTITION,
-                    (Some(_), None) => ec::INVALID_RECORD,
-                    (Some(partition), Some(records)) => {
+            match data.records {
+                Some(records) => {
+                    slots.push((topics.len(), responses.len()));
+                    entries.push(AppendPartition {
+                        tp: TopicPartition {
+                            topic: topic.name.0.to_string(),
+                            partition: data.index,
+                        },
                         // The network buffer becomes the append buffer: offsets are written in place.
-                        let mut bytes = Vec::from(records);
-                        match partition.append_as_leader(&mut bytes, acks, min_isr, now_ms()) {
-                            Ok((info, leader_epoch)) => {
-                                resp.base_offset = info.first_offset;
-                                if ctx.api_version >= 2 {
-                                    resp.log_append_time_ms = info.log_append_time;
-                                }
-                                if ctx.api_version >= 5 {
-                                    resp.log_start_offset = info.log_start_offset;
-                                }
-                                if acks == -1 {
-                                    waits.push((
-                                        topics.len(),
-                                        responses.len(),
-                                        partition,
-                                        info.last_offset + 1,
-                                        leader_epoch,
-                                    ));
-                                }
-                                ec::NONE
-                            }
-                            Err(code) => code,
-                        }
-                    }
+                        records: Vec::from(records),
+                    });
                 }
-            };
-            resp.error_code = code;
+                None if !matches!(acks, -1..=1) => resp.error_code = ec::INVALID_REQUIRED_ACKS,
+                None if apis
+                    .replica_manager
+                    .partition(&TopicPartition {
+                        topic: topic.name.0.to_string(),
+                        partition: data.index,
+                    })
+                    .is_none() =>
+                {
+                    resp.error_code = ec::UNKNOWN_TOPIC_OR_PARTITION
+                }
+                None => resp.error_code = ec::INVALID_RECORD,
+            }
             responses.push(resp);
         }
         topics.push(
@@ -70,38 +57,23 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Prod
                 .with_partition_responses(responses),
         );
     }
-    rm.notify_change();
+    let results = apis
+        .replica_manager
+        .append_records(acks, request.timeout_ms, entries)
+        .await;
     if acks == 0 {
         return None;
     }
-    if !waits.is_empty() {
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(request.timeout_ms.max(0) as u64);
-        let mut changes = rm.subscribe_changes();
-        loop {
-            let mut pending = false;
-            for (t, p, partition, offset, epoch) in &waits {
-                if topics[*t].partition_responses[*p].error_code != ec::NONE {
-                    continue;
-                }
-                match partition.check_produce_completion(*offset, *epoch, min_isr) {
-                    Some(ec::NONE) => {}
-                    Some(code) => topics[*t].partition_responses[*p].error_code = code,
-                    None => pending = true,
-                }
+    for ((t, p), result) in slots.into_iter().zip(results) {
+        let resp: &mut PartitionProduceResponse = &mut topics[t].partition_responses[p];
+        resp.error_code = result.error;
+        if let Some(info) = result.info {
+            resp.base_offset = info.base_offset;
+            if ctx.api_version >= 2 {
+                resp.log_append_time_ms = info.log_append_time;
             }
-            // Completed ones are marked done by clearing them from the wait list.
-            waits.retain(|(t, p, partition, offset, epoch)| {
-                topics[*t].partition_responses[*p].error_code == ec::NONE
-                    && partition.check_produce_completion(*offset, *epoch, min_isr).is_none()
-            });
-            if !pending || waits.is_empty() {
-                break;
-            }
-            if tokio::time::timeout_at(deadline, changes.changed()).await.is_err() {
-                for (t, p, _, _, _) in &waits {
-                    topics[*t].partition_responses[*p].error_code = ec::REQUEST_TIMED_OUT;
-                }
-                break;
+            if ctx.api_version >= 5 {
+                resp.log_start_offset = info.log_start_offset;
             }
         }
     }
