@@ -89,6 +89,9 @@ impl ReplicaManager {
         params: FetchParams,
         partitions: Vec<FetchPartition>,
     ) -> Vec<FetchPartitionResult> {
+        if partitions.is_empty() {
+            return Vec::new();
+        }
         let min_bytes = params.min_bytes.max(0) as u64;
         let deadline = tokio::time::Instant::now() + Duration::from_millis(params.max_wait_ms.max(0) as u64);
         let bound = if params.replica.is_some() {
@@ -125,7 +128,7 @@ impl ReplicaManager {
             let errors = results.iter().any(|r| r.error != ec::NONE);
             let diverging = results.iter().any(|r| r.diverging_epoch.is_some());
             let expired = tokio::time::Instant::now() >= deadline;
-            if total as u64 >= min_bytes.max(1) || errors || diverging || expired || partitions.is_empty() {
+            if total as u64 >= min_bytes.max(1) || errors || diverging || expired {
                 return results;
             }
             let watches = partitions
