@@ -92,7 +92,6 @@ impl PartitionPositions {
         if self.high_watermark < self.untracked_below {
             // Bytes we never saw appended are now visible to consumers.
             self.generation += 1;
-            self.untracked_below = 0;
         }
         let passed = self.above_hw.partition_point(|(end, _)| *end <= high_watermark);
         self.hw_bytes += self.above_hw.drain(..passed).map(|(_, b)| b).sum::<u64>();

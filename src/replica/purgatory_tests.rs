@@ -60,10 +60,12 @@ fn bytes_below_the_log_end_at_reset_are_unknown_and_bump_the_generation() {
     // A new leader with an unreplicated tail 5..8: when the HW passes 5 nobody knows how many
     // bytes consumers can now see.
     let mut p = PartitionPositions::starting_at(5, 8, 3);
-    assert!(p.on_high_watermark(8));
+    assert!(p.on_high_watermark(6));
     assert_eq!(p.generation, 4);
+    assert!(p.on_high_watermark(8));
+    assert_eq!(p.generation, 5, "still unknown bytes");
     p.on_append(9, 10, 9);
-    assert_eq!(p.generation, 4, "tracked from here on");
+    assert_eq!(p.generation, 5, "tracked from here on");
     assert_eq!(p.hw_bytes, 10);
 }
 
