@@ -3,17 +3,26 @@
 //! [`partition::Partition`], which keeps leader, ISR, leader epoch, the high watermark and the
 //! followers' progress (rules in [`isr`], pure). [`fetcher`] replicates as follower;
 //! [`isr_writer`] writes leaders' ISR changes to ZooKeeper and announces them;
-//! [`state_watch`] applies newer leader epochs found in the state znodes.
+//! [`state_watch`] applies newer leader epochs found in the state znodes. Producers' and the
+//! group coordinator's appends go through [`append`] (`append_records`), consumers' and
+//! followers' reads through [`fetch`] (`fetch_messages`), both doing their disk work on the
+//! blocking I/O executor; what waits for replication or data parks in [`purgatory`], keyed by
+//! partition.
 
+pub mod append;
+pub mod fetch;
 pub mod fetcher;
 pub mod isr;
 pub mod isr_writer;
 pub mod partition;
+pub mod purgatory;
 pub mod replica_manager;
 pub mod state_watch;
 
 pub use partition::{Partition, PartitionState};
 pub use replica_manager::{ReplicaConfig, ReplicaManager};
 
+#[cfg(test)]
+mod delayed_tests;
 #[cfg(test)]
 mod tests;

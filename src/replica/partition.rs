@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 use super::isr::{self, FollowerState};
+use super::purgatory::ProduceStatus;
 use crate::log::lock_order::assert_no_log_lock;
 use crate::log::log::{LogAppendInfo, LogError};
 use crate::log::log_manager::{lock, SharedLog};
@@ -260,6 +261,24 @@ impl Partition {
             return Some(ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND);
         }
         None
+    }
+
+    /// What a parked acks=all produce checks, read under the state lock at once (no log access).
+    pub fn produce_status(&self, min_isr: i32) -> ProduceStatus {
+        let inner = self.inner();
+        ProduceStatus {
+            leader_epoch: (inner.state.leader == self.local).then_some(inner.state.leader_epoch),
+            high_watermark: inner.high_watermark,
+            isr_below_min: inner.state.isr.len() < effective_min_isr(&inner.state, min_isr),
+        }
+    }
+
+    /// (high watermark, log end offset), taken together: where the purgatory's byte positions
+    /// for this partition start.
+    pub fn offsets(&self) -> (i64, i64) {
+        let inner = self.inner();
+        let leo = lock(&inner.log).log_end_offset();
+        (inner.high_watermark, leo)
     }
 
     /// Checks KIP-320's current leader epoch from a client or follower.

@@ -3,7 +3,9 @@
 //! state only when its leader epoch is newer) and, as a safety net, newer states found in the
 //! state znodes; it starts and stops follower fetching, appends producer batches, serves reads,
 //! runs the leader's ISR checks (the writes to ZooKeeper go through the ISR writer task), and
-//! wakes waiting fetches and acks=all produces whenever data or a high watermark moves.
+//! tells the [`Purgatory`] which partition moved, so only the fetches and acks=all produces
+//! parked on it are checked. Appends and reads themselves are in [`super::append`] and
+//! [`super::fetch`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -11,6 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{mpsc, watch};
+
+use super::purgatory::Purgatory;
 
 use super::fetcher::{FetcherConfig, FetcherManager};
 use super::partition::{IsrProposal, IsrWriteOutcome, Partition, PartitionState, StoredState};
@@ -62,13 +66,11 @@ pub struct ReplicaManager {
     /// This broker's current epoch (czxid of its registration); older requests are refused.
     broker_epoch: AtomicI64,
     config: ReplicaConfig,
-    /// Bumped on every append and high-watermark move: what delayed fetches and produces wait on.
-    changes: watch::Sender<u64>,
+    /// Parked fetches and acks=all produces, keyed by partition.
+    purgatory: Arc<Purgatory>,
     /// Bumped whenever a hosted partition may have gained or lost leadership (LeaderAndIsr, a
     /// state znode applied, StopReplica, a failed log dir): what the group coordinator watches.
     leadership: watch::Sender<u64>,
-    /// Fetches waiting in the purgatory (Kafka's PurgatorySize for delayedOperation=Fetch).
-    delayed_fetches: std::sync::atomic::AtomicUsize,
     fetchers: FetcherManager,
     /// Where other brokers' inter-broker listeners are (from LeaderAndIsr and UpdateMetadata).
     endpoints: RwLock<HashMap<BrokerId, String>>,
@@ -78,16 +80,6 @@ pub struct ReplicaManager {
     checkpointed_hws: Mutex<HashMap<TopicPartition, i64>>,
     /// Test seam: LeaderAndIsr requests are answered but not applied (a lost request).
     drop_leader_and_isr: AtomicBool,
-}
-
-/// Counts a fetch as delayed while it lives.
-#[derive(Debug)]
-pub struct DelayedFetchGuard<'a>(&'a ReplicaManager);
-
-impl Drop for DelayedFetchGuard<'_> {
-    fn drop(&mut self) {
-        self.0.delayed_fetches.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 /// Leader-side replication health, for the ReplicaManager gauges.
@@ -108,7 +100,6 @@ impl ReplicaManager {
     }
 
     pub fn new(local: BrokerId, log_manager: Arc<LogManager>, config: ReplicaConfig) -> Self {
-        let (changes, _) = watch::channel(0);
         let checkpointed_hws = log_manager.read_high_watermark_checkpoints();
         let fetcher_config = FetcherConfig {
             local,
@@ -121,9 +112,8 @@ impl ReplicaManager {
             controller_epoch: AtomicI32::new(-1),
             broker_epoch: AtomicI64::new(-1),
             config,
-            changes,
+            purgatory: Arc::new(Purgatory::default()),
             leadership: watch::channel(0).0,
-            delayed_fetches: std::sync::atomic::AtomicUsize::new(0),
             fetchers: FetcherManager::new(fetcher_config),
             endpoints: RwLock::new(HashMap::new()),
             isr_writer: Mutex::new(None),
@@ -210,20 +200,35 @@ impl ReplicaManager {
         hws
     }
 
-    /// Something changed: wake waiting fetches and produces.
-    pub fn notify_change(&self) {
-        self.changes.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    /// Marks a fetch as waiting in the purgatory until the guard drops.
-    pub fn delay_fetch(&self) -> DelayedFetchGuard<'_> {
-        self.delayed_fetches.fetch_add(1, Ordering::SeqCst);
-        DelayedFetchGuard(self)
+    /// The delayed fetches and produces (its wake-up counts are a test seam).
+    pub fn purgatory(&self) -> &Arc<Purgatory> {
+        &self.purgatory
     }
 
     /// Fetches currently waiting for data.
     pub fn delayed_fetches(&self) -> usize {
-        self.delayed_fetches.load(Ordering::SeqCst)
+        self.purgatory.delayed_fetches()
+    }
+
+    /// `tp`'s leadership, ISR or HW may have changed: checks what is parked on it.
+    fn partition_changed(&self, partition: &Partition) {
+        self.purgatory.on_status(
+            &partition.tp,
+            &partition.produce_status(self.config.min_insync_replicas),
+        );
+    }
+
+    /// `tp`'s leadership changed (or its log moved under us): its parked fetches complete and
+    /// read again, its produces are checked; byte positions restart from its offsets now.
+    fn partition_reset(&self, tp: &TopicPartition) {
+        match self.partition(tp) {
+            Some(p) => {
+                let status = p.produce_status(self.config.min_insync_replicas);
+                let (_, leo) = p.offsets();
+                self.purgatory.on_reset(tp, &status, leo);
+            }
+            None => self.purgatory.on_removed(tp),
+        }
     }
 
     /// Wakes when leadership of a hosted partition may have changed.
@@ -233,10 +238,6 @@ impl ReplicaManager {
 
     fn leadership_changed(&self) {
         self.leadership.send_modify(|v| *v += 1);
-    }
-
-    pub fn subscribe_changes(&self) -> watch::Receiver<u64> {
-        self.changes.subscribe()
     }
 
     /// Remembers where brokers' inter-broker listeners are (`host:port`).
@@ -297,9 +298,9 @@ impl ReplicaManager {
         let mut results = Vec::with_capacity(partitions.len());
         for p in partitions {
             let code = self.apply_partition(&p, now_ms);
+            self.partition_reset(&p.tp);
             results.push((p.tp, p.topic_id, code));
         }
-        self.notify_change();
         self.leadership_changed();
         Ok(results)
     }
@@ -409,7 +410,7 @@ impl ReplicaManager {
             return false;
         }
         self.start_or_stop_fetching(&existing, &state);
-        self.notify_change();
+        self.partition_reset(tp);
         self.leadership_changed();
         true
     }
@@ -433,8 +434,8 @@ impl ReplicaManager {
         if let Some(newer) = partition.complete_isr_update(proposal, outcome, self.config.min_insync_replicas) {
             self.apply_stored_state(&proposal.tp, &newer, now_ms);
         }
-        // The HW may have moved with the new ISR.
-        self.notify_change();
+        // The HW may have moved with the new ISR, or the ISR fallen below min.insync.replicas.
+        self.partition_changed(&partition);
     }
 
     /// Kafka's `isr-expiration` task: shrinks the ISR of every led partition whose followers
@@ -457,7 +458,9 @@ impl ReplicaManager {
             .map(|p| p.tp.clone())
             .collect();
         self.fetchers.remove(&gone);
-        self.notify_change();
+        for tp in &gone {
+            self.partition_reset(tp);
+        }
         self.leadership_changed();
         gone
     }
@@ -494,6 +497,10 @@ impl ReplicaManager {
         metrics::gauge!("kafka_server_replicamanager_offlinereplicacount").set(c.offline as f64);
         metrics::gauge!("kafka_server_replicafetchermanager_maxlag", "clientid" => "Replica")
             .set(self.fetchers.max_lag() as f64);
+        metrics::gauge!("kafka_server_delayedoperationpurgatory_purgatorysize", "delayedoperation" => "Fetch")
+            .set(self.purgatory.delayed_fetches() as f64);
+        metrics::gauge!("kafka_server_delayedoperationpurgatory_purgatorysize", "delayedoperation" => "Produce")
+            .set(self.purgatory.delayed_produces() as f64);
     }
 
     /// Applies StopReplica: forgets the partitions (deleting their logs when asked).
@@ -520,9 +527,9 @@ impl ReplicaManager {
             } else {
                 ec::NONE
             };
+            self.purgatory.on_removed(&tp);
             results.push((tp, code));
         }
-        self.notify_change();
         self.leadership_changed();
         Ok(results)
     }

@@ -21,6 +21,7 @@ use super::state::{Effect, Group, GroupLimits, GroupState, JoinResult, SyncResul
 use super::{loader, partition_for, schema, OFFSETS_TOPIC};
 use crate::clock::now_ms;
 use crate::protocol::test_support::{build_batch, KeyValue};
+use crate::replica::append::AppendPartition;
 use crate::replica::ReplicaManager;
 use crate::server::metadata_cache::MetadataCache;
 use crate::types::TopicPartition;
@@ -258,33 +259,29 @@ impl GroupCoordinator {
             topic: OFFSETS_TOPIC.to_string(),
             partition,
         };
-        let part = rm.partition(&tp).ok_or(NOT_COORDINATOR)?;
+        if rm.partition(&tp).is_none() {
+            return Err(NOT_COORDINATOR);
+        }
         let kv: Vec<KeyValue<'_>> = records
             .iter()
             .map(|(k, v)| (Some(k.as_slice()), v.as_deref()))
             .collect();
-        let now = now_ms();
-        let batch = build_batch(0, 0, &kv, now);
-        let acks = self.config.commit_required_acks;
-        let min_isr = rm.min_insync_replicas();
-        let (info, epoch) = part
-            .append_as_leader(&batch, acks, min_isr, now)
-            .map_err(errors::for_store_error)?;
-        rm.notify_change();
-        if acks != -1 {
-            return Ok(());
-        }
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(self.config.commit_timeout_ms.max(0) as u64);
-        let mut changes = rm.subscribe_changes();
-        loop {
-            match part.check_produce_completion(info.last_offset + 1, epoch, min_isr) {
-                Some(errors::NONE) => return Ok(()),
-                Some(code) => return Err(errors::for_store_error(code)),
-                None => {}
-            }
-            if tokio::time::timeout_at(deadline, changes.changed()).await.is_err() {
-                return Err(errors::for_store_error(errors::REQUEST_TIMED_OUT));
-            }
+        let batch = build_batch(0, 0, &kv, now_ms());
+        let entry = AppendPartition {
+            tp,
+            records: batch.into(),
+        };
+        let results = rm
+            .append_records(
+                self.config.commit_required_acks,
+                self.config.commit_timeout_ms,
+                vec![entry],
+            )
+            .await;
+        match results.first().map(|r| r.error) {
+            Some(errors::NONE) => Ok(()),
+            Some(code) => Err(errors::for_store_error(code)),
+            None => Err(errors::COORDINATOR_NOT_AVAILABLE),
         }
     }
 

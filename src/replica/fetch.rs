@@ -1,0 +1,253 @@
+//! `ReplicaManager::fetch_messages` (Kafka's `fetchMessages`): reads each partition on the
+//! blocking I/O executor — consumers up to the high watermark, follower replicas up to the log
+//! end — with per-partition and response byte limits and at least one whole batch (KIP-74). A
+//! follower's read records its progress, which may move the HW: the produces and consumer
+//! fetches parked on that partition are completed from here, as Kafka does. While fewer than
+//! `min_bytes` are available the fetch parks in the purgatory as a `DelayedFetch`, woken only by
+//! events on its own partitions, until `max_wait_ms`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::append::run_blocking;
+use super::partition::{IsrProposal, Partition};
+use super::purgatory::{FetchBound, FetchWatch};
+use super::replica_manager::ReplicaManager;
+use crate::protocol::error_codes as ec;
+use crate::types::{BrokerId, TopicPartition};
+
+/// Request-level fetch parameters.
+#[derive(Debug, Clone)]
+pub struct FetchParams {
+    /// The follower fetching, None for consumers.
+    pub replica: Option<BrokerId>,
+    /// Whether that follower may join the ISR (alive in the metadata cache).
+    pub replica_isr_eligible: bool,
+    pub max_wait_ms: i32,
+    pub min_bytes: i32,
+    /// Response limit; 0 or less means none.
+    pub max_bytes: i32,
+    /// 0 READ_UNCOMMITTED, 1 READ_COMMITTED (the same without transactions: up to the HW).
+    pub isolation_level: i8,
+}
+
+/// One partition of a fetch.
+#[derive(Debug, Clone)]
+pub struct FetchPartition {
+    pub tp: TopicPartition,
+    pub fetch_offset: i64,
+    pub max_bytes: i32,
+    pub current_leader_epoch: i32,
+    /// -1 when not given (Fetch < v12).
+    pub last_fetched_epoch: i32,
+}
+
+/// What one partition's read found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchPartitionResult {
+    pub error: i16,
+    /// -1 on error.
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+    /// None on error.
+    pub records: Option<Bytes>,
+    /// For a follower whose last fetched epoch diverges: the leader's (epoch, end offset).
+    pub diverging_epoch: Option<(i32, i64)>,
+}
+
+impl FetchPartitionResult {
+    pub fn error(code: i16) -> Self {
+        FetchPartitionResult {
+            error: code,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            records: None,
+            diverging_epoch: None,
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.records.as_ref().map_or(0, |r| r.len())
+    }
+}
+
+/// One read pass: results, ISR proposals to submit, partitions whose HW this read moved.
+struct ReadPass {
+    results: Vec<FetchPartitionResult>,
+    proposals: Vec<IsrProposal>,
+    hw_moved: Vec<Arc<Partition>>,
+}
+
+impl ReplicaManager {
+    /// Kafka's `fetchMessages`: one result per partition, in request order.
+    pub async fn fetch_messages(
+        &self,
+        params: FetchParams,
+        partitions: Vec<FetchPartition>,
+    ) -> Vec<FetchPartitionResult> {
+        if partitions.is_empty() {
+            return Vec::new();
+        }
+        let min_bytes = params.min_bytes.max(0) as u64;
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(params.max_wait_ms.max(0) as u64);
+        let bound = if params.replica.is_some() {
+            FetchBound::LogEnd
+        } else {
+            FetchBound::HighWatermark
+        };
+        let hosted: Vec<Option<Arc<Partition>>> = partitions.iter().map(|p| self.partition(&p.tp)).collect();
+        let partitions = Arc::new(partitions);
+        loop {
+            // Positions before the read: bytes appended while it runs count as new (at worst
+            // a spurious wake-up and one more read), never as missed.
+            let starts: Vec<(u64, u64)> = hosted
+                .iter()
+                .zip(partitions.iter())
+                .map(|(p, w)| match p {
+                    Some(p) => {
+                        let at = self.purgatory().positions(&w.tp, || p.offsets());
+                        (at.generation, at.position(bound))
+                    }
+                    None => (0, 0),
+                })
+                .collect();
+            let pass = self.read_pass(&params, &hosted, &partitions).await;
+            for proposal in pass.proposals {
+                self.submit_isr_change(proposal);
+            }
+            for p in &pass.hw_moved {
+                self.purgatory()
+                    .on_status(&p.tp, &p.produce_status(self.min_insync_replicas()));
+            }
+            let results = pass.results;
+            let total: usize = results.iter().map(FetchPartitionResult::size).sum();
+            let errors = results.iter().any(|r| r.error != ec::NONE);
+            let diverging = results.iter().any(|r| r.diverging_epoch.is_some());
+            let expired = tokio::time::Instant::now() >= deadline;
+            if total as u64 >= min_bytes.max(1) || errors || diverging || expired {
+                return results;
+            }
+            let watches = partitions
+                .iter()
+                .zip(&starts)
+                .zip(&results)
+                .map(|((w, (generation, start)), r)| FetchWatch {
+                    tp: w.tp.clone(),
+                    bound,
+                    generation: *generation,
+                    start_position: *start,
+                    already: r.size() as u64,
+                    max_bytes: w.max_bytes.max(0) as u64,
+                })
+                .collect();
+            let Some((parked, rx)) = self.purgatory().watch_fetch(min_bytes, watches) else {
+                continue; // satisfiable already: read again
+            };
+            let _ = tokio::time::timeout_at(deadline, rx).await;
+            drop(parked);
+        }
+    }
+
+    /// Reads every partition on the I/O executor, sharing the response byte budget in order.
+    async fn read_pass(
+        &self,
+        params: &FetchParams,
+        hosted: &[Option<Arc<Partition>>],
+        partitions: &Arc<Vec<FetchPartition>>,
+    ) -> ReadPass {
+        let hosted = hosted.to_vec();
+        let wanted = partitions.clone();
+        let params = params.clone();
+        let min_isr = self.min_insync_replicas();
+        let n = wanted.len();
+        run_blocking(move || read_all(&params, &hosted, &wanted, min_isr))
+            .await
+            .unwrap_or_else(|code| ReadPass {
+                results: vec![FetchPartitionResult::error(code); n],
+                proposals: Vec::new(),
+                hw_moved: Vec::new(),
+            })
+    }
+}
+
+fn read_all(
+    params: &FetchParams,
+    hosted: &[Option<Arc<Partition>>],
+    wanted: &[FetchPartition],
+    min_isr: i32,
+) -> ReadPass {
+    let mut budget = if params.max_bytes > 0 {
+        params.max_bytes as usize
+    } else {
+        usize::MAX
+    };
+    let mut pass = ReadPass {
+        results: Vec::with_capacity(wanted.len()),
+        proposals: Vec::new(),
+        hw_moved: Vec::new(),
+    };
+    for (partition, w) in hosted.iter().zip(wanted) {
+        let result = match partition {
+            None => FetchPartitionResult::error(ec::UNKNOWN_TOPIC_OR_PARTITION),
+            Some(partition) => read_one(params, partition, w, budget, min_isr, &mut pass),
+        };
+        budget = budget.saturating_sub(result.size());
+        pass.results.push(result);
+    }
+    pass
+}
+
+fn read_one(
+    params: &FetchParams,
+    partition: &Arc<Partition>,
+    w: &FetchPartition,
+    budget: usize,
+    min_isr: i32,
+    pass: &mut ReadPass,
+) -> FetchPartitionResult {
+    if let Err(code) = partition.check_leader_epoch(w.current_leader_epoch) {
+        return FetchPartitionResult::error(code);
+    }
+    // At least one whole batch comes back even when it exceeds the limits (KIP-74).
+    let limit = (w.max_bytes.max(0) as usize).min(budget);
+    let read = match params.replica {
+        Some(id) => {
+            let hw_before = partition.high_watermark();
+            partition
+                .read_for_follower(
+                    id,
+                    w.fetch_offset,
+                    w.last_fetched_epoch,
+                    limit,
+                    min_isr,
+                    crate::clock::now_ms(),
+                    params.replica_isr_eligible,
+                )
+                .map(|(read, proposal)| {
+                    pass.proposals.extend(proposal);
+                    // This fetch moved the HW: acks=all produces and consumers waiting on it go
+                    // now, not when this fetch itself returns (up to replica.fetch.wait.max.ms later).
+                    if read.high_watermark > hw_before {
+                        pass.hw_moved.push(partition.clone());
+                    }
+                    read
+                })
+        }
+        None => partition.read(w.fetch_offset, limit),
+    };
+    match read {
+        Ok(read) => FetchPartitionResult {
+            error: ec::NONE,
+            high_watermark: read.high_watermark,
+            last_stable_offset: read.high_watermark,
+            log_start_offset: read.log_start_offset,
+            records: Some(read.records),
+            diverging_epoch: read.diverging_epoch,
+        },
+        Err(code) => FetchPartitionResult::error(code),
+    }
+}
