@@ -1,21 +1,22 @@
 //! Fetch (consumers and follower replicas): reads up to the HW (consumers) or LEO (replicas),
 //! per-partition and response byte limits with at least one whole batch, and the fetch
 //! purgatory: while fewer than `min_bytes` are available the request waits, woken by appends
-//! (not by polling), until `max_wait_ms`. Sessionless (KIP-227): session id 0, full responses.
+//! (not by polling), until `max_wait_ms`. KIP-227 fetch sessions wrap the read
+//! (`server::fetch_session`): the session context names the partitions to read and builds the
+//! answer, leaving out unchanged partitions of incremental sessions.
 
 use std::time::Duration;
 
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
-use super::{str_bytes, KafkaApis};
+use super::KafkaApis;
 use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
 
-/// A partition the request asked for, resolved to its name.
+/// A partition to read, resolved to its name.
 struct Wanted {
-    topic_index: usize,
     name: Option<String>,
     partition: i32,
     fetch_offset: i64,
@@ -26,51 +27,36 @@ struct Wanted {
 
 pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: FetchRequest) -> FetchResponse {
     let version = ctx.api_version;
-    // KIP-227: a request continuing a session we never created cannot be served.
-    if request.session_id != 0 && request.session_epoch > 0 {
-        return FetchResponse::default()
-            .with_error_code(ec::FETCH_SESSION_ID_NOT_FOUND)
-            .with_session_id(0);
-    }
     let replica_id = if version >= 15 {
         request.replica_state.replica_id.0
     } else {
         request.replica_id.0
     };
     let replica = (replica_id >= 0).then_some(BrokerId(replica_id));
-    let mut topics: Vec<FetchableTopicResponse> = Vec::with_capacity(request.topics.len());
-    let mut wanted = Vec::new();
-    for topic in &request.topics {
-        let name = if version >= 13 {
-            apis.metadata_cache.topic_name(&topic.topic_id).or_else(|| {
-                topic.partitions.first().and_then(|p| {
-                    apis.replica_manager
-                        .partition_by_id(topic.topic_id, p.partition)
-                        .map(|p| p.tp.topic.clone())
-                })
-            })
-        } else {
-            Some(topic.topic.0.to_string())
-        };
-        let mut response = FetchableTopicResponse::default().with_topic_id(topic.topic_id);
-        if version < 13 {
-            response.topic = topic.topic.clone();
-        } else if let Some(n) = &name {
-            response.topic = TopicName(str_bytes(n));
-        }
-        for p in &topic.partitions {
-            wanted.push(Wanted {
-                topic_index: topics.len(),
-                name: name.clone(),
-                partition: p.partition,
-                fetch_offset: p.fetch_offset,
-                max_bytes: p.partition_max_bytes.max(0) as usize,
-                current_leader_epoch: p.current_leader_epoch,
-                last_fetched_epoch: if version >= 12 { p.last_fetched_epoch } else { -1 },
-            });
-        }
-        topics.push(response);
-    }
+    // KIP-227: the session (if any) says which partitions to read; an incremental one reads
+    // all its partitions, so min_bytes / max_wait see every one of them.
+    let resolve = |id: &uuid::Uuid, partition: i32| {
+        apis.metadata_cache.topic_name(id).or_else(|| {
+            apis.replica_manager
+                .partition_by_id(*id, partition)
+                .map(|p| p.tp.topic.clone())
+        })
+    };
+    let session = apis
+        .fetch_sessions
+        .new_context(version, &request, replica.is_some(), resolve, super::now_ms());
+    let wanted: Vec<Wanted> = session
+        .partitions()
+        .iter()
+        .map(|(p, data)| Wanted {
+            name: p.topic.clone(),
+            partition: p.partition,
+            fetch_offset: data.fetch_offset,
+            max_bytes: data.max_bytes.max(0) as usize,
+            current_leader_epoch: data.current_leader_epoch,
+            last_fetched_epoch: data.last_fetched_epoch,
+        })
+        .collect();
 
     let rm = &apis.replica_manager;
     let min_bytes = request.min_bytes.max(0) as usize;
@@ -92,17 +78,14 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
             budget = budget.saturating_sub(size);
             total += size;
             errors |= data.error_code != ec::NONE;
-            results.push((w.topic_index, data));
+            results.push(data);
         }
         let waited_out = tokio::time::Instant::now() >= deadline;
         let diverging = results
             .iter()
-            .any(|(_, d)| d.diverging_epoch.epoch >= 0 || d.diverging_epoch.end_offset >= 0);
+            .any(|d| d.diverging_epoch.epoch >= 0 || d.diverging_epoch.end_offset >= 0);
         if total >= min_bytes.max(1) || errors || diverging || waited_out || wanted.is_empty() {
-            for (i, data) in results {
-                topics[i].partitions.push(data);
-            }
-            return FetchResponse::default().with_session_id(0).with_responses(topics);
+            return apis.fetch_sessions.respond(session, results, super::now_ms());
         }
         // Wait for an append (or HW move) anywhere, then read again.
         delayed.get_or_insert_with(|| rm.delay_fetch());
