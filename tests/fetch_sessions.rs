@@ -3,7 +3,8 @@
 //! session, incremental fetches add, update and forget partitions and get back only partitions
 //! with news, a long poll watches the session's implied partitions, and the session errors
 //! (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) and cache eviction
-//! (`max.incremental.fetch.session.cache.slots`) are answered as Kafka answers them.
+//! (`max.incremental.fetch.session.cache.slots`) are answered as Kafka answers them; and a
+//! follower replicates through one session with its leader.
 
 mod common;
 
@@ -249,4 +250,53 @@ async fn a_full_session_cache_refuses_then_evicts_the_least_recently_used_stale_
     assert_eq!((r.error_code, r.session_id), (ec::NONE, b));
     let r = send(&conn, fetch(c_id, 1, &[], &[], 0)).await;
     assert_eq!((r.error_code, r.session_id), (ec::NONE, c_id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_keeps_one_incremental_session_with_its_leader() {
+    const SESSIONS: &str = "kafka_server_fetchsessioncache_numincrementalfetchsessions";
+    const CACHED: &str = "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached";
+    let chroot = unique_chroot("sessions-follower");
+    let metrics = format!("127.0.0.1:{}", common::zookeeper::free_port());
+    let extra = [("replica.fetch.wait.max.ms", "100")];
+    let _brokers: Vec<BrokerProcess> = (1..=2)
+        .map(|id| {
+            let s = spec(&chroot, id, &extra);
+            BrokerProcess::start(&if id == 1 { s.with("metrics.listener", &metrics) } else { s })
+        })
+        .collect();
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 2).await;
+    create_topic_by_hand(&zk, TOPIC, r#"{"0":[1,2],"1":[1,2],"2":[1,2]}"#).await;
+    let addr = bootstrap_of(&zk, 1).await;
+    zk.close().await;
+    // The follower's fetcher opened one session holding the three partitions it follows.
+    common::wait_for_metrics(&metrics, &[&format!("{SESSIONS} 1"), &format!("{CACHED} 3")]).await;
+    let conn = BrokerConnection::connect(addr, "producer", Duration::from_secs(10))
+        .await
+        .expect("connect");
+    // acks=all writes need the follower's fetches; they go on in the same session.
+    for _ in 0..5 {
+        for p in 0..3 {
+            let request = ProduceRequest::default()
+                .with_acks(-1)
+                .with_timeout_ms(10_000)
+                .with_topic_data(vec![TopicProduceData::default()
+                    .with_name(name(TOPIC))
+                    .with_partition_data(vec![PartitionProduceData::default()
+                        .with_index(p)
+                        .with_records(Some(build_batch(0, -1, &[(None, Some(b"r"))], 1).into()))])]);
+            wait_until(Duration::from_secs(20), "an acks=all write", || {
+                let (conn, request) = (&conn, request.clone());
+                async move {
+                    let r = conn.send(request, 7).await.expect("produce");
+                    r.responses[0].partition_responses[0].error_code == ec::NONE
+                }
+            })
+            .await;
+        }
+    }
+    let body = common::cluster::scrape(&metrics).unwrap_or_default();
+    assert_eq!(common::cluster::sample(&body, SESSIONS), Some(1.0), "still one session");
+    assert_eq!(common::cluster::sample(&body, CACHED), Some(3.0));
 }

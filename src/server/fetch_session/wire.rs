@@ -77,21 +77,26 @@ impl FetchManager {
             session_id: request.session_id,
             epoch: request.session_epoch,
         };
-        self.cache().new_context(
-            version,
-            metadata,
-            is_follower,
-            fetch_data,
-            &to_forget,
-            resolve,
-            now,
-        )
+        let mut cache = self.cache();
+        let context = cache.new_context(version, metadata, is_follower, fetch_data, &to_forget, resolve, now);
+        publish_metrics(&cache);
+        context
     }
 
     /// The answer to a request resolved to `context`, `results` holding what was read for each
     /// of `context.partitions()` in order.
     pub fn respond(&self, context: FetchContext, results: Vec<PartitionData>, now: i64) -> FetchResponse {
-        let answer = self.cache().respond(context, results, now);
+        let answer = {
+            let mut cache = self.cache();
+            let evictions = cache.evictions();
+            let answer = cache.respond(context, results, now);
+            if cache.evictions() > evictions {
+                metrics::counter!("kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total")
+                    .increment(cache.evictions() - evictions);
+            }
+            publish_metrics(&cache);
+            answer
+        };
         let mut topics: Vec<FetchableTopicResponse> = Vec::new();
         let mut last: Option<(Uuid, Option<String>)> = None;
         for (ident, data) in answer.partitions {
@@ -118,6 +123,13 @@ impl FetchManager {
     pub fn sessions(&self) -> usize {
         self.cache().len()
     }
+}
+
+/// Kafka's FetchSessionCache gauges, with the JMX exporter's names.
+fn publish_metrics(cache: &FetchSessionCache) {
+    metrics::gauge!("kafka_server_fetchsessioncache_numincrementalfetchsessions").set(cache.len() as f64);
+    metrics::gauge!("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached")
+        .set(cache.total_partitions() as f64);
 }
 
 /// Kafka's `FetchRequest.fetchData` and `forgottenTopics`: names below v13, topic ids (resolved
