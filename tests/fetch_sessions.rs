@@ -43,12 +43,16 @@ fn fetch(id: i32, epoch: i32, send: &[(i32, i64)], forget: &[i32], max_wait_ms: 
     let topics = if partitions.is_empty() {
         vec![]
     } else {
-        vec![FetchTopic::default().with_topic(name(TOPIC)).with_partitions(partitions)]
+        vec![FetchTopic::default()
+            .with_topic(name(TOPIC))
+            .with_partitions(partitions)]
     };
     let forgotten = if forget.is_empty() {
         vec![]
     } else {
-        vec![ForgottenTopic::default().with_topic(name(TOPIC)).with_partitions(forget.to_vec())]
+        vec![ForgottenTopic::default()
+            .with_topic(name(TOPIC))
+            .with_partitions(forget.to_vec())]
     };
     FetchRequest::default()
         .with_replica_id(kafka_protocol::messages::BrokerId(-1))
@@ -146,7 +150,12 @@ async fn an_incremental_session_adds_and_forgets_partitions_and_gets_only_change
     // Epoch 1: move partition 0 past its record, add partition 2. Only the added one has news.
     let r = send(&conn, fetch(id, 1, &[(0, 1), (2, 0)], &[], 0)).await;
     assert_eq!((r.error_code, r.session_id), (ec::NONE, id));
-    assert_eq!(partitions_of(&r), vec![2], "only the added partition: {:?}", answered(&r));
+    assert_eq!(
+        partitions_of(&r),
+        vec![2],
+        "only the added partition: {:?}",
+        answered(&r)
+    );
 
     // Epoch 2: nothing listed; a record on partition 1 is the only news.
     produce(&producer, 1, b"one").await;
@@ -172,7 +181,10 @@ async fn an_incremental_session_adds_and_forgets_partitions_and_gets_only_change
     });
     produce(&producer, 2, b"two").await;
     let (r, conn) = poll.await.expect("poll");
-    assert!(started.elapsed() < Duration::from_secs(15), "the poll waited out its max wait");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the poll waited out its max wait"
+    );
     let got = answered(&r);
     assert!(got.len() == 1 && got[0].0 == 2 && got[0].1 > 0, "{got:?}");
 
@@ -233,7 +245,10 @@ async fn a_full_session_cache_refuses_then_evicts_the_least_recently_used_stale_
     wait_until(Duration::from_secs(30), "a new session evicts the idle one", || {
         let (conn, b_epoch, c_id) = (&conn, &b_epoch, &c_id);
         async move {
-            let r = conn.send(fetch(b, b_epoch.get(), &[], &[], 0), VERSION).await.expect("fetch");
+            let r = conn
+                .send(fetch(b, b_epoch.get(), &[], &[], 0), VERSION)
+                .await
+                .expect("fetch");
             assert_eq!((r.error_code, r.session_id), (ec::NONE, b), "the used session stays");
             b_epoch.set(b_epoch.get() + 1);
             let c = conn.send(fetch(0, 0, &[(2, 0)], &[], 0), VERSION).await.expect("fetch");
@@ -245,7 +260,11 @@ async fn a_full_session_cache_refuses_then_evicts_the_least_recently_used_stale_
     let (b_epoch, c_id) = (b_epoch.get(), c_id.get());
     assert!(c_id != a && c_id != b);
     let r = send(&conn, fetch(a, 1, &[], &[], 0)).await;
-    assert_eq!((r.error_code, r.session_id), (ec::FETCH_SESSION_ID_NOT_FOUND, 0), "the evicted session");
+    assert_eq!(
+        (r.error_code, r.session_id),
+        (ec::FETCH_SESSION_ID_NOT_FOUND, 0),
+        "the evicted session"
+    );
     let r = send(&conn, fetch(b, b_epoch, &[], &[], 0)).await;
     assert_eq!((r.error_code, r.session_id), (ec::NONE, b));
     let r = send(&conn, fetch(c_id, 1, &[], &[], 0)).await;
@@ -262,7 +281,11 @@ async fn a_follower_keeps_one_incremental_session_with_its_leader() {
     let _brokers: Vec<BrokerProcess> = (1..=2)
         .map(|id| {
             let s = spec(&chroot, id, &extra);
-            BrokerProcess::start(&if id == 1 { s.with("metrics.listener", &metrics) } else { s })
+            BrokerProcess::start(&if id == 1 {
+                s.with("metrics.listener", &metrics)
+            } else {
+                s
+            })
         })
         .collect();
     let zk = zookeeper().session(&chroot).await;

@@ -176,11 +176,23 @@ mod tests {
         assert_eq!(r.metadata, FetchMetadata::INITIAL);
         assert_eq!(parts(&r.to_send), vec![0, 1, 2]);
         assert!(h.handle_response(ec::NONE, 77, &[tp(0), tp(1), tp(2)]));
-        assert_eq!(h.next_metadata(), FetchMetadata { session_id: 77, epoch: 1 });
+        assert_eq!(
+            h.next_metadata(),
+            FetchMetadata {
+                session_id: 77,
+                epoch: 1
+            }
+        );
 
         // p1 moved on, p2 gone, p3 new.
         let r = h.build(vec![(tp(0), 0), (tp(1), 5), (tp(3), 0)]);
-        assert_eq!(r.metadata, FetchMetadata { session_id: 77, epoch: 1 });
+        assert_eq!(
+            r.metadata,
+            FetchMetadata {
+                session_id: 77,
+                epoch: 1
+            }
+        );
         assert_eq!(parts(&r.to_send), vec![3, 1], "added first, then altered");
         assert_eq!(r.to_forget, vec![tp(2)]);
         assert!(h.handle_response(ec::NONE, 77, &[tp(1)]));
@@ -200,7 +212,13 @@ mod tests {
         assert!(h.handle_response(ec::NONE, 9, &[tp(0)]));
         h.build(vec![(tp(0), 0)]);
         assert!(!h.handle_response(ec::INVALID_FETCH_SESSION_EPOCH, 0, std::iter::empty()));
-        assert_eq!(h.next_metadata(), FetchMetadata { session_id: 9, epoch: 0 });
+        assert_eq!(
+            h.next_metadata(),
+            FetchMetadata {
+                session_id: 9,
+                epoch: 0
+            }
+        );
         let r = h.build(vec![(tp(0), 1), (tp(1), 0)]);
         assert_eq!(parts(&r.to_send), vec![0, 1], "a full request lists everything");
         assert!(h.handle_response(ec::NONE, 10, &[tp(0), tp(1)]));
@@ -223,7 +241,13 @@ mod tests {
         // An incremental answer with a partition outside the session.
         h.build(vec![(tp(0), 0), (tp(1), 0)]);
         assert!(!h.handle_response(ec::NONE, 5, &[tp(7)]));
-        assert_eq!(h.next_metadata(), FetchMetadata { session_id: 5, epoch: 0 });
+        assert_eq!(
+            h.next_metadata(),
+            FetchMetadata {
+                session_id: 5,
+                epoch: 0
+            }
+        );
         // No session given: stay sessionless-full.
         h.build(vec![(tp(0), 0)]);
         assert!(h.handle_response(ec::NONE, 0, &[tp(0)]));

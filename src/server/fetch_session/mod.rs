@@ -387,7 +387,12 @@ impl FetchSessionCache {
         let uses_ids = session.uses_topic_ids;
         if uses_ids {
             // A topic id that did not resolve when it was added may resolve now.
-            for c in session.partitions.by_key.values_mut().filter(|c| c.ident.topic.is_none()) {
+            for c in session
+                .partitions
+                .by_key
+                .values_mut()
+                .filter(|c| c.ident.topic.is_none())
+            {
                 c.ident.topic = resolve(&c.ident.topic_id, c.ident.partition);
             }
         }
@@ -466,7 +471,11 @@ impl FetchSessionCache {
                 let mut out = Vec::new();
                 for ((ident, _), data) in partitions.into_iter().zip(results) {
                     let key = ident.key();
-                    let must = session.partitions.by_key.get_mut(&key).is_none_or(|c| c.must_respond(&data, true));
+                    let must = session
+                        .partitions
+                        .by_key
+                        .get_mut(&key)
+                        .is_none_or(|c| c.must_respond(&data, true));
                     if must {
                         if records_size(&data) > 0 {
                             // Fairness across fetches: those that just returned data go last.

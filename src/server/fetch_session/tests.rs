@@ -72,7 +72,13 @@ fn n(topic: &str, p: i32) -> (String, i32) {
 
 /// A session of `a-0`, `a-1` created at `now`, both answered with HW 10: its id.
 fn two_partition_session(cache: &mut FetchSessionCache, now: i64) -> i32 {
-    let ctx = context(cache, FetchMetadata::INITIAL, &[(tp("a", 0), req(0)), (tp("a", 1), req(0))], &[], now);
+    let ctx = context(
+        cache,
+        FetchMetadata::INITIAL,
+        &[(tp("a", 0), req(0)), (tp("a", 1), req(0))],
+        &[],
+        now,
+    );
     let r = cache.respond(ctx, vec![data(0, 10, 0), data(1, 10, 0)], now);
     assert_eq!(r.error_code, ec::NONE);
     assert_ne!(r.session_id, INVALID_SESSION_ID);
@@ -105,7 +111,13 @@ fn session_id_zero_epoch_final_is_sessionless() {
 #[test]
 fn a_full_request_creates_a_session_and_answers_every_partition() {
     let mut cache = FetchSessionCache::new(10, EVICTION_MS, 1);
-    let ctx = context(&mut cache, FetchMetadata::INITIAL, &[(tp("a", 0), req(0)), (tp("b", 0), req(5))], &[], 0);
+    let ctx = context(
+        &mut cache,
+        FetchMetadata::INITIAL,
+        &[(tp("a", 0), req(0)), (tp("b", 0), req(5))],
+        &[],
+        0,
+    );
     assert_eq!(read_names(&ctx), vec![n("a", 0), n("b", 0)]);
     let r = cache.respond(ctx, vec![data(0, 10, 0), data(0, 10, 0)], 0);
     assert_ne!(r.session_id, INVALID_SESSION_ID);
@@ -124,7 +136,11 @@ fn incremental_answers_carry_only_partitions_with_news() {
 
     // Nothing changed: every session partition is read, none is answered.
     let ctx = context(&mut cache, meta(id, 1), &[], &[], 1);
-    assert_eq!(read_names(&ctx), vec![n("a", 0), n("a", 1)], "the purgatory sees all partitions");
+    assert_eq!(
+        read_names(&ctx),
+        vec![n("a", 0), n("a", 1)],
+        "the purgatory sees all partitions"
+    );
     let r = cache.respond(ctx, vec![data(0, 10, 0), data(1, 10, 0)], 1);
     assert_eq!((r.error_code, r.session_id), (ec::NONE, id));
     assert!(r.partitions.is_empty());
@@ -194,12 +210,22 @@ fn incremental_requests_add_update_and_forget_partitions() {
     let mut cache = FetchSessionCache::new(10, EVICTION_MS, 1);
     let id = two_partition_session(&mut cache, 0);
     // Add b-0, move a-1's offset, forget a-0.
-    let ctx = context(&mut cache, meta(id, 1), &[(tp("b", 0), req(0)), (tp("a", 1), req(7))], &[tp("a", 0)], 1);
+    let ctx = context(
+        &mut cache,
+        meta(id, 1),
+        &[(tp("b", 0), req(0)), (tp("a", 1), req(7))],
+        &[tp("a", 0)],
+        1,
+    );
     assert_eq!(read_names(&ctx), vec![n("a", 1), n("b", 0)]);
     let offsets: Vec<i64> = ctx.partitions().iter().map(|(_, r)| r.fetch_offset).collect();
     assert_eq!(offsets, vec![7, 0]);
     let r = cache.respond(ctx, vec![data(1, 10, 0), data(0, 4, 0)], 1);
-    assert_eq!(names(&r), vec![n("b", 0)], "the added partition is new; a-1 did not change");
+    assert_eq!(
+        names(&r),
+        vec![n("b", 0)],
+        "the added partition is new; a-1 did not change"
+    );
     assert_eq!(cache.total_partitions(), 2);
     // The cached offset of a-1 is kept for the implied partitions of the next request.
     let ctx = context(&mut cache, meta(id, 2), &[], &[], 2);
@@ -225,7 +251,10 @@ fn an_unknown_session_is_fetch_session_id_not_found() {
     let ctx = context(&mut cache, meta(12345, 1), &[(tp("a", 0), req(0))], &[], 0);
     assert!(ctx.partitions().is_empty(), "nothing is read");
     let r = cache.respond(ctx, vec![], 0);
-    assert_eq!((r.error_code, r.session_id), (ec::FETCH_SESSION_ID_NOT_FOUND, INVALID_SESSION_ID));
+    assert_eq!(
+        (r.error_code, r.session_id),
+        (ec::FETCH_SESSION_ID_NOT_FOUND, INVALID_SESSION_ID)
+    );
     assert!(r.partitions.is_empty());
 }
 
@@ -236,7 +265,10 @@ fn a_wrong_epoch_is_invalid_fetch_session_epoch_and_keeps_the_session() {
     for wrong in [2, 7, i32::MAX] {
         let ctx = context(&mut cache, meta(id, wrong), &[], &[], 1);
         let r = cache.respond(ctx, vec![], 1);
-        assert_eq!((r.error_code, r.session_id), (ec::INVALID_FETCH_SESSION_EPOCH, INVALID_SESSION_ID));
+        assert_eq!(
+            (r.error_code, r.session_id),
+            (ec::INVALID_FETCH_SESSION_EPOCH, INVALID_SESSION_ID)
+        );
     }
     // The right epoch still works, and a replay of it is refused.
     let ctx = context(&mut cache, meta(id, 1), &[], &[], 1);
@@ -282,7 +314,15 @@ fn switching_between_names_and_topic_ids_is_fetch_session_topic_id_error() {
         topic: Some("a".into()),
         partition: 0,
     };
-    let ctx = cache.new_context(13, FetchMetadata::INITIAL, false, vec![(by_id, req(0))], &[], no_names, 1);
+    let ctx = cache.new_context(
+        13,
+        FetchMetadata::INITIAL,
+        false,
+        vec![(by_id, req(0))],
+        &[],
+        no_names,
+        1,
+    );
     let r = cache.respond(ctx, vec![data(0, 1, 0)], 1);
     let ctx = cache.new_context(12, meta(r.session_id, 1), false, vec![], &[], no_names, 1);
     assert!(matches!(
@@ -302,7 +342,15 @@ fn topic_id_sessions_key_by_id_and_resolve_names_later() {
         topic: None,
         partition: 0,
     };
-    let ctx = cache.new_context(13, FetchMetadata::INITIAL, false, vec![(unresolved.clone(), req(0))], &[], no_names, 0);
+    let ctx = cache.new_context(
+        13,
+        FetchMetadata::INITIAL,
+        false,
+        vec![(unresolved.clone(), req(0))],
+        &[],
+        no_names,
+        0,
+    );
     let mut unknown = data(0, -1, 0);
     unknown.error_code = ec::UNKNOWN_TOPIC_ID;
     let r = cache.respond(ctx, vec![unknown], 0);
@@ -330,7 +378,13 @@ fn a_full_request_naming_a_session_closes_it() {
     assert_ne!(r.session_id, id);
     assert_eq!(cache.len(), 1);
     // Epoch -1: closed, no new session.
-    let ctx = context(&mut cache, meta(r.session_id, FINAL_EPOCH), &[(tp("a", 0), req(0))], &[], 2);
+    let ctx = context(
+        &mut cache,
+        meta(r.session_id, FINAL_EPOCH),
+        &[(tp("a", 0), req(0))],
+        &[],
+        2,
+    );
     let r = cache.respond(ctx, vec![data(0, 10, 0)], 2);
     assert_eq!(r.session_id, INVALID_SESSION_ID);
     assert!(cache.is_empty());
