@@ -323,3 +323,45 @@ async fn a_follower_keeps_one_incremental_session_with_its_leader() {
     assert_eq!(common::cluster::sample(&body, SESSIONS), Some(1.0), "still one session");
     assert_eq!(common::cluster::sample(&body, CACHED), Some(3.0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_id_sessions_fetch_by_id_and_refuse_a_switch_to_names() {
+    let (_broker, conn, producer) = broker("sessions-topic-ids", &[]).await;
+    produce(&producer, 0, b"zero").await;
+    let metadata = conn
+        .send(MetadataRequest::default().with_topics(None), 12)
+        .await
+        .expect("metadata");
+    let topic_id = metadata
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == TOPIC))
+        .map(|t| t.topic_id)
+        .expect("topic id");
+    let by_id = |id: i32, epoch: i32, send: &[(i32, i64)], forget: &[i32]| {
+        let mut r = fetch(id, epoch, send, forget, 0);
+        for t in &mut r.topics {
+            t.topic_id = topic_id;
+        }
+        for t in &mut r.forgotten_topics_data {
+            t.topic_id = topic_id;
+        }
+        r
+    };
+    let full = conn.send(by_id(0, 0, &[(0, 0), (1, 0)], &[]), 13).await.expect("fetch");
+    assert_eq!(full.error_code, ec::NONE);
+    assert_ne!(full.session_id, 0);
+    assert_eq!(full.responses.len(), 1);
+    assert_eq!(full.responses[0].topic_id, topic_id);
+    assert_eq!(partitions_of(&full), vec![0, 1]);
+    let id = full.session_id;
+    // Incremental by id: forget partition 1, a record on partition 0 is the only news.
+    produce(&producer, 0, b"again").await;
+    let r = conn.send(by_id(id, 1, &[], &[1]), 13).await.expect("fetch");
+    assert_eq!((r.error_code, r.session_id), (ec::NONE, id));
+    assert_eq!(partitions_of(&r), vec![0]);
+    assert_eq!(r.responses[0].topic_id, topic_id);
+    // The same session continued with names (v12): FETCH_SESSION_TOPIC_ID_ERROR.
+    let r = send(&conn, fetch(id, 2, &[], &[], 0)).await;
+    assert_eq!((r.error_code, r.session_id), (ec::FETCH_SESSION_TOPIC_ID_ERROR, 0));
+}
