@@ -8,15 +8,15 @@
 //! | [`clock`] | wall-clock milliseconds, read only at the I/O edges |
 //! | [`types`] | newtypes for ids, epochs and versions shared by every subsystem |
 //! | [`zk`] | Kafka's ZooKeeper layout: typed paths, JSON payload models, the store abstraction (real client and in-memory fake), session handling, schema validation |
-//! | [`protocol`] | wire-level formats without I/O: record batches (validation, in-place offset assignment, compression codecs), Kafka's error codes, authorized-operation sets |
+//! | [`protocol`] | wire-level formats without I/O: record batches (validation, leader offset assignment on header copies, compression codecs), Kafka's error codes, KIP-227 fetch session ids and epochs, authorized-operation sets |
 //! | [`log`] | Kafka's on-disk log: segments, indexes, checkpoints, leader-epoch cache, recovery, retention, background flushes, the LogManager and log-dir failure signalling |
 //! | [`controller`] | the ZK-mode controller: `/controller` election, epoch fencing, leader elections, requests to brokers |
-//! | [`client`] | the internal Kafka-protocol client: connections, correlation ids, timeouts, reconnect backoff, version negotiation |
+//! | [`client`] | the internal Kafka-protocol client: connections, correlation ids, timeouts, reconnect backoff, version negotiation, the fetching side of KIP-227 fetch sessions |
 //! | [`network`] | listeners, framing, request headers, ApiVersions, per-connection ordering |
 //! | [`replica`] | the partitions this broker hosts: leader/follower state, high watermark, appends and reads (`append_records`, `fetch_messages`, disk work on the blocking executor), the delayed-operation purgatory keyed by partition |
 //! | [`coordinator`] | consumer groups on `__consumer_offsets`: the group state machine, its records, loading and unloading with leadership |
 //! | [`admin`] | operator tools behind subcommands (`perf log`) |
-//! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown |
+//! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown; the request handlers and KIP-227 fetch sessions |
 //!
 //! Logic that decides things is kept free of I/O; ZooKeeper, sockets and files stay at the edges.
 

@@ -9,6 +9,7 @@
 //! | `versions` | the broker's version ranges, version choice, KIP-511 reply reading |
 //! | `wire` | request/response framing and headers |
 //! | `backoff` | Kafka's exponential reconnect backoff (pure) |
+//! | `fetch_session` | [`FetchSessionHandler`]: the fetching side of KIP-227 incremental fetch sessions (pure) |
 //! | `error` | [`ClientError`] |
 //!
 //! The client knows nothing about what requests mean: Kafka error codes inside responses are
@@ -17,6 +18,7 @@
 mod backoff;
 mod connection;
 mod error;
+mod fetch_session;
 mod in_flight;
 mod pool;
 mod versions;
@@ -32,5 +34,6 @@ mod pool_tests;
 pub use backoff::ExponentialBackoff;
 pub use connection::{BrokerConnection, ConnectionConfig};
 pub use error::ClientError;
+pub use fetch_session::{FetchSessionHandler, SessionFetch};
 pub use pool::{BrokerRef, ClientConfig, KafkaClient};
 pub use versions::ApiVersionRanges;

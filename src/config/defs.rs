@@ -246,6 +246,9 @@ static KEYS: &[ConfigKey] = &[
     k("num.replica.fetchers", Int, "1", NO, "Fetcher threads per source broker."),
     k("replica.high.watermark.checkpoint.interval.ms", Long, "5000", NO, "How often replication-offset-checkpoint is written."),
     k("fetch.purgatory.purge.interval.requests", Int, "1000", NO, "Purge interval (requests) of the fetch purgatory."),
+    k("max.incremental.fetch.session.cache.slots", Int, "1000", AtLeast(0), "Max incremental fetch sessions (KIP-227) the broker keeps."),
+    // kastle: Kafka's fixed MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS, under KIP-227's name.
+    k("min.incremental.fetch.session.eviction.ms", Long, "120000", AtLeast(0), "A fetch session unused this long may be evicted by any new one."),
     k("producer.purgatory.purge.interval.requests", Int, "1000", NO, "Purge interval (requests) of the produce purgatory."),
     k("delete.records.purgatory.purge.interval.requests", Int, "1", NO, "Purge interval (requests) of the delete-records purgatory."),
     k("leader.replication.throttled.rate", Long, I64_MAX, AtLeast(0), "Leader-side replication throttle, bytes/s (KIP-73)."),

@@ -72,6 +72,7 @@ pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = ResponseError::GroupSubscribedToTopic
 pub const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
 pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
 pub const INCONSISTENT_TOPIC_ID: i16 = ResponseError::InconsistentTopicId.code();
+pub const FETCH_SESSION_TOPIC_ID_ERROR: i16 = ResponseError::FetchSessionTopicIdError.code();
 
 /// The error a code names, `None` for [`NONE`]; codes outside the table are
 /// `ResponseError::Unknown`.

@@ -1,4 +1,5 @@
-//! Wire-level formats without I/O: record batches now; request framing later.
+//! Wire-level formats without I/O: record batches, KIP-227 fetch session metadata; request
+//! framing later.
 //!
 //! Everything here parses bytes a peer or a file supplied, so every read is bounds-checked and
 //! every failure is a typed error, never a panic. `test_support` holds builders for tests and
@@ -7,6 +8,7 @@
 
 pub mod authorized_operations;
 pub mod error_codes;
+pub mod fetch_metadata;
 pub mod record_batch;
 pub mod test_support;
 

@@ -4,7 +4,10 @@
 //! and each partition's last fetched epoch) at a time to the leader, appends what comes back
 //! keeping the leader's offsets and epochs, truncates where the leader reports a diverging
 //! epoch, resets on OFFSET_OUT_OF_RANGE via ListOffsets, and backs a partition off for
-//! `replica.fetch.backoff.ms` on other errors. Leadership changes reach it through
+//! `replica.fetch.backoff.ms` on other errors. Each task keeps a KIP-227 incremental fetch session
+//! with its leader ([`FetchSessionHandler`]): a full fetch first, then only partitions added or
+//! moved on, and forgotten ones; a lost session (FETCH_SESSION_ID_NOT_FOUND,
+//! INVALID_FETCH_SESSION_EPOCH) is answered by a full fetch. Leadership changes reach it through
 //! [`FetcherManager::add`] / [`FetcherManager::remove`]; every append is checked against the
 //! leader epoch the partition was added with, so a late response never lands after a change.
 
@@ -13,7 +16,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{BrokerId as KpBrokerId, FetchRequest, ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -22,7 +25,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::partition::{FollowerError, Partition};
-use crate::client::{BrokerConnection, ConnectionConfig};
+use crate::client::{BrokerConnection, ConnectionConfig, FetchSessionHandler, SessionFetch};
 use crate::clock::now_ms;
 use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
@@ -202,6 +205,8 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
     };
     let client_id = format!("broker-{}-fetcher-{}", config.local, leader);
     let mut conn: Option<BrokerConnection> = None;
+    let mut session: FetchSessionHandler<SentPartition> = FetchSessionHandler::new();
+    let mut lags: HashMap<TopicPartition, i64> = HashMap::new();
     loop {
         let now = Instant::now();
         let ready: Vec<(TopicPartition, Arc<Partition>, i32)> = shared
@@ -245,23 +250,42 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
                 }
             })
             .collect();
-        let request = fetch_request(&config, &positions);
+        let request = fetch_request(&config, session.build(sent_partitions(&config, &positions)));
         let response = match c.send(request, 12).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(%leader, %addr, error = %e, "replica fetch failed; backing off");
+                session.handle_error();
                 conn = None;
                 tokio::time::sleep(config.backoff).await;
                 continue;
             }
         };
-        if response.error_code != ec::NONE {
-            tracing::warn!(%leader, error_code = response.error_code, "replica fetch refused; backing off");
-            tokio::time::sleep(config.backoff).await;
+        let answered: Vec<TopicPartition> = response
+            .responses
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|p| TopicPartition {
+                    topic: t.topic.0.to_string(),
+                    partition: p.partition_index,
+                })
+            })
+            .collect();
+        if !session.handle_response(response.error_code, response.session_id, &answered) {
+            // KIP-227: an unknown session or a wrong epoch is answered by a full fetch at once,
+            // as Kafka's fetcher does; other refusals back off.
+            let code = response.error_code;
+            if code != ec::FETCH_SESSION_ID_NOT_FOUND && code != ec::INVALID_FETCH_SESSION_EPOCH {
+                tracing::warn!(%leader, error_code = code, "replica fetch refused; backing off");
+                tokio::time::sleep(config.backoff).await;
+            } else {
+                tracing::debug!(%leader, error_code = code, "replica fetch session lost; fetching in full");
+            }
             continue;
         }
         let by_tp: HashMap<&TopicPartition, &Position> = positions.iter().map(|p| (&p.tp, p)).collect();
-        let mut max_lag = 0;
+        // An incremental answer leaves out partitions without news: their lag stands.
+        lags.retain(|tp, _| by_tp.contains_key(tp));
         let mut delayed = Vec::new();
         let mut out_of_range = Vec::new();
         let mut failed = Vec::new();
@@ -305,7 +329,9 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
                         .map(|_| ())
                 };
                 match result {
-                    Ok(()) => max_lag = max_lag.max(data.high_watermark - partition.log_end_offset()),
+                    Ok(()) => {
+                        lags.insert(tp.clone(), data.high_watermark - partition.log_end_offset());
+                    }
                     Err(FollowerError::NotFollowing) | Err(FollowerError::Moved) => {}
                     Err(FollowerError::Log(e)) => {
                         tracing::error!(partition = %tp, error = %e, "follower cannot write its log; stops fetching it");
@@ -314,6 +340,7 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
                 }
             }
         }
+        let max_lag = lags.values().copied().max().unwrap_or(0);
         shared.max_lag.store(max_lag.max(0), Ordering::Relaxed);
         for (tp, partition, epoch) in out_of_range {
             match handle_out_of_range(c, &config, &tp, &partition, epoch).await {
@@ -337,23 +364,63 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
     }
 }
 
-fn fetch_request(config: &FetcherConfig, positions: &[Position]) -> FetchRequest {
+/// What a follower fetch lists for one partition (compared by the session to decide whether
+/// the partition must be sent again).
+#[derive(Debug, Clone, PartialEq)]
+struct SentPartition {
+    leader_epoch: i32,
+    fetch_offset: i64,
+    last_fetched_epoch: i32,
+    log_start_offset: i64,
+    max_bytes: i32,
+}
+
+fn sent_partitions(config: &FetcherConfig, positions: &[Position]) -> Vec<(TopicPartition, SentPartition)> {
+    positions
+        .iter()
+        .map(|p| {
+            (
+                p.tp.clone(),
+                SentPartition {
+                    leader_epoch: p.leader_epoch,
+                    fetch_offset: p.leo,
+                    last_fetched_epoch: p.last_epoch,
+                    log_start_offset: p.log_start,
+                    max_bytes: config.partition_max_bytes,
+                },
+            )
+        })
+        .collect()
+}
+
+fn fetch_request(config: &FetcherConfig, fetch: SessionFetch<SentPartition>) -> FetchRequest {
+    let topic_name = |tp: &TopicPartition| TopicName(StrBytes::from_string(tp.topic.clone()));
     let mut topics: Vec<FetchTopic> = Vec::new();
-    for p in positions {
-        let tp = &p.tp;
+    for (tp, p) in &fetch.to_send {
         let partition = FetchPartition::default()
             .with_partition(tp.partition)
             .with_current_leader_epoch(p.leader_epoch)
-            .with_fetch_offset(p.leo)
-            .with_last_fetched_epoch(p.last_epoch)
-            .with_log_start_offset(p.log_start)
-            .with_partition_max_bytes(config.partition_max_bytes);
+            .with_fetch_offset(p.fetch_offset)
+            .with_last_fetched_epoch(p.last_fetched_epoch)
+            .with_log_start_offset(p.log_start_offset)
+            .with_partition_max_bytes(p.max_bytes);
         match topics.iter_mut().find(|t| t.topic.0.as_str() == tp.topic) {
             Some(t) => t.partitions.push(partition),
             None => topics.push(
                 FetchTopic::default()
-                    .with_topic(TopicName(StrBytes::from_string(tp.topic.clone())))
+                    .with_topic(topic_name(tp))
                     .with_partitions(vec![partition]),
+            ),
+        }
+    }
+    let mut forgotten: Vec<ForgottenTopic> = Vec::new();
+    for tp in &fetch.to_forget {
+        match forgotten.iter_mut().find(|t| t.topic.0.as_str() == tp.topic) {
+            Some(t) => t.partitions.push(tp.partition),
+            None => forgotten.push(
+                ForgottenTopic::default()
+                    .with_topic(topic_name(tp))
+                    .with_partitions(vec![tp.partition]),
             ),
         }
     }
@@ -362,9 +429,10 @@ fn fetch_request(config: &FetcherConfig, positions: &[Position]) -> FetchRequest
         .with_max_wait_ms(config.max_wait_ms)
         .with_min_bytes(config.min_bytes)
         .with_max_bytes(config.response_max_bytes)
-        .with_session_id(0)
-        .with_session_epoch(-1)
+        .with_session_id(fetch.metadata.session_id)
+        .with_session_epoch(fetch.metadata.epoch)
         .with_topics(topics)
+        .with_forgotten_topics_data(forgotten)
 }
 
 /// Bytes of `records` made of whole batches (a leader may cut the last one short).

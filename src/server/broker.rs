@@ -151,6 +151,9 @@ async fn start_registered(
         groups: groups.clone(),
         producer_ids: crate::server::producer_ids::ProducerIdManager::new(zk.clone(), id),
         controller: std::sync::OnceLock::new(),
+        fetch_sessions: crate::server::fetch_session::wire::FetchManager::new(
+            crate::server::fetch_session::wire::FetchSessionConfig::from_config(config),
+        ),
     });
 
     let mut registrar = Registrar::new(

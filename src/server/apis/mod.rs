@@ -54,6 +54,8 @@ pub struct KafkaApis {
     pub producer_ids: crate::server::producer_ids::ProducerIdManager<ZkSession>,
     /// This broker's controller module, set once it has started (after the handlers exist).
     pub controller: std::sync::OnceLock<crate::controller::ControllerHandle>,
+    /// KIP-227 incremental fetch sessions.
+    pub fetch_sessions: crate::server::fetch_session::wire::FetchManager,
 }
 
 impl RequestHandler for KafkaApis {
