@@ -28,7 +28,7 @@ fn append(log: &SharedLog, records: usize) {
     let values: Vec<Vec<u8>> = (0..records).map(|i| format!("v{i}").into_bytes()).collect();
     let kv: Vec<_> = values.iter().map(|v| (None, Some(v.as_slice()))).collect();
     lock(log)
-        .append_as_leader(&mut build_batch(0, -1, &kv, 1), 0, 0)
+        .append_as_leader(&build_batch(0, -1, &kv, 1), 0, 0)
         .expect("append");
 }
 

@@ -318,7 +318,7 @@ fn a_read_waiting_for_its_log_leaves_the_partition_lock_free() {
     let dir = tempfile::tempdir().expect("tempdir");
     let m = manager(dir.path(), false);
     let p = Arc::new(partition(&m, 1, state(1, 0, &[1])));
-    p.append_as_leader(&mut record(), 1, 1, 0).expect("append");
+    p.append_as_leader(&record(), 1, 1, 0).expect("append");
     let log = p.log();
     let (locked_tx, locked_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();
