@@ -115,12 +115,7 @@ impl ReplicaManager {
                     None => (0, 0),
                 })
                 .collect();
-            // Caught-up consumers (the long-polling idle case) are answered from memory; any
-            // read that may touch the disk goes to the I/O executor.
-            let pass = match params.replica.is_none().then(|| read_caught_up(&hosted, &partitions)) {
-                Some(Some(pass)) => pass,
-                _ => self.read_pass(&params, &hosted, &partitions).await,
-            };
+            let pass = self.read_pass(&params, &hosted, &partitions).await;
             for proposal in pass.proposals {
                 self.submit_isr_change(proposal);
             }
@@ -177,32 +172,6 @@ impl ReplicaManager {
                 hw_moved: Vec::new(),
             })
     }
-}
-
-/// Every partition read by [`Partition::try_read_caught_up`], or `None` if any needs the disk.
-fn read_caught_up(hosted: &[Option<Arc<Partition>>], wanted: &[FetchPartition]) -> Option<ReadPass> {
-    let mut results = Vec::with_capacity(wanted.len());
-    for (partition, w) in hosted.iter().zip(wanted) {
-        let read = partition
-            .as_ref()?
-            .try_read_caught_up(w.fetch_offset, w.current_leader_epoch)?;
-        results.push(match read {
-            Ok(read) => FetchPartitionResult {
-                error: ec::NONE,
-                high_watermark: read.high_watermark,
-                last_stable_offset: read.high_watermark,
-                log_start_offset: read.log_start_offset,
-                records: Some(read.records),
-                diverging_epoch: None,
-            },
-            Err(code) => FetchPartitionResult::error(code),
-        });
-    }
-    Some(ReadPass {
-        results,
-        proposals: Vec::new(),
-        hw_moved: Vec::new(),
-    })
 }
 
 fn read_all(
