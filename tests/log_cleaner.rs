@@ -129,7 +129,7 @@ fn compacted(segments: &Segments) -> bool {
     };
     let keys: Vec<&String> = cleaned.iter().flat_map(|(_, r)| r.iter().map(|(_, k, _)| k)).collect();
     let distinct: std::collections::BTreeSet<&&String> = keys.iter().collect();
-    cleaned.len() > 1 && !keys.is_empty() && distinct.len() == keys.len()
+    !cleaned.is_empty() && !keys.is_empty() && distinct.len() == keys.len()
 }
 
 /// Below the active segment, every key appears exactly once (cleaning may merge what is left
