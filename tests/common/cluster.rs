@@ -61,8 +61,10 @@ pub async fn cluster_ready(zk: &ZkSession, n: usize) {
     .await;
 }
 
+/// The deadline is generous: a test that starts its own ZooKeeper JVM and three broker
+/// processes beside other such tests can take well over 20 s on two busy cores.
 pub async fn all_registered(zk: &ZkSession, n: usize) {
-    wait_until(Duration::from_secs(20), "brokers registered", || async {
+    wait_until(Duration::from_secs(60), "brokers registered", || async {
         zk.children("/brokers/ids").await.map(|c| c.len() == n).unwrap_or(false)
     })
     .await;
