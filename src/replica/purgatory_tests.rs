@@ -20,6 +20,16 @@ fn watch(p: i32, bound: FetchBound, start: u64, already: u64, max_bytes: u64) ->
     }
 }
 
+/// A produce's wait on `tp` for the HW to reach `required_offset`, appended in epoch 1.
+fn waiting_for(tp: TopicPartition, required_offset: i64) -> ProduceWatch {
+    ProduceWatch {
+        tp,
+        required_offset,
+        leader_epoch: 1,
+        outcome: None,
+    }
+}
+
 fn leader(epoch: i32, hw: i64) -> ProduceStatus {
     ProduceStatus {
         leader_epoch: Some(epoch),
@@ -173,20 +183,7 @@ fn an_append_checks_only_the_fetches_parked_on_its_partition() {
 #[test]
 fn a_produce_completes_when_every_partition_is_decided() {
     let purgatory = std::sync::Arc::new(Purgatory::default());
-    let parts = vec![
-        ProduceWatch {
-            tp: tp(0),
-            required_offset: 5,
-            leader_epoch: 1,
-            outcome: None,
-        },
-        ProduceWatch {
-            tp: tp(1),
-            required_offset: 7,
-            leader_epoch: 1,
-            outcome: None,
-        },
-    ];
+    let parts = vec![waiting_for(tp(0), 5), waiting_for(tp(1), 7)];
     let (parked, mut rx) = purgatory.watch_produce(parts);
     purgatory.on_status(&tp(0), &leader(1, 5));
     assert!(rx.try_recv().is_err(), "partition 1 still pending");
@@ -203,20 +200,7 @@ fn a_produce_completes_when_every_partition_is_decided() {
 #[test]
 fn an_expired_produce_keeps_what_was_decided() {
     let purgatory = std::sync::Arc::new(Purgatory::default());
-    let parts = vec![
-        ProduceWatch {
-            tp: tp(0),
-            required_offset: 5,
-            leader_epoch: 1,
-            outcome: None,
-        },
-        ProduceWatch {
-            tp: tp(1),
-            required_offset: 5,
-            leader_epoch: 1,
-            outcome: None,
-        },
-    ];
+    let parts = vec![waiting_for(tp(0), 5), waiting_for(tp(1), 5)];
     let (parked, _rx) = purgatory.watch_produce(parts);
     purgatory.on_status(&tp(0), &leader(1, 5));
     let left = purgatory.take_produce(&parked).expect("still parked");
