@@ -125,7 +125,7 @@ async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
 }
 
 fn has_records(r: &[FetchPartitionResult]) -> bool {
-    r[0].records.as_ref().is_some_and(|b| !b.is_empty())
+    !r[0].records.is_empty()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -52,8 +52,9 @@ pub struct FetchPartitionResult {
     pub high_watermark: i64,
     pub last_stable_offset: i64,
     pub log_start_offset: i64,
-    /// None on error.
-    pub records: Option<Bytes>,
+    /// Empty (never absent) when there is nothing to return or the partition erred: Kafka
+    /// answers an erring partition with empty records, and clients reject a null record set.
+    pub records: Bytes,
     /// For a follower whose last fetched epoch diverges: the leader's (epoch, end offset).
     pub diverging_epoch: Option<(i32, i64)>,
 }
@@ -65,13 +66,13 @@ impl FetchPartitionResult {
             high_watermark: -1,
             last_stable_offset: -1,
             log_start_offset: -1,
-            records: None,
+            records: Bytes::new(),
             diverging_epoch: None,
         }
     }
 
     fn size(&self) -> usize {
-        self.records.as_ref().map_or(0, |r| r.len())
+        self.records.len()
     }
 }
 
@@ -245,7 +246,7 @@ fn read_one(
             high_watermark: read.high_watermark,
             last_stable_offset: read.high_watermark,
             log_start_offset: read.log_start_offset,
-            records: Some(read.records),
+            records: read.records,
             diverging_epoch: read.diverging_epoch,
         },
         Err(code) => FetchPartitionResult::error(code),

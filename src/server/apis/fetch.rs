@@ -101,8 +101,6 @@ fn partition_data(partition: i32, result: FetchPartitionResult, version: i16) ->
         data.diverging_epoch.epoch = epoch;
         data.diverging_epoch.end_offset = end_offset;
     }
-    // Never null: Kafka answers an erring partition with empty records, and librdkafka reads
-    // a null record set as a malformed answer ("invalid MessageSetSize -1").
-    data.records = Some(result.records.unwrap_or_default());
+    data.records = Some(result.records);
     data
 }
