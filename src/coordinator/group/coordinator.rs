@@ -278,7 +278,10 @@ impl GroupCoordinator {
                 vec![entry],
             )
             .await;
-        match results.first().map(|r| r.error) {
+        match results
+            .first()
+            .map(|r| crate::replica::error::error_code(r.error.as_ref()))
+        {
             Some(errors::NONE) => Ok(()),
             Some(code) => Err(errors::for_store_error(code)),
             None => Err(errors::COORDINATOR_NOT_AVAILABLE),
