@@ -1,5 +1,5 @@
 //! Why a replica refuses or fails an append, a read or a controller request, and the one
-//! mapping of those answers to Kafka error codes ([`ReplicaError::code`]). Log failures come in
+//! mapping of those answers to Kafka error codes ([`ReplicaError::error_code`]). Log failures come in
 //! through `From<LogError>`; a batch a producer got wrong keeps its [`BatchError`] (whose own
 //! mapping gives the code), an idempotent producer's its [`ProducerStateError`].
 
@@ -67,7 +67,7 @@ pub enum ReplicaError {
 
 impl ReplicaError {
     /// Kafka's error code for a response.
-    pub fn code(&self) -> i16 {
+    pub fn error_code(&self) -> i16 {
         match self {
             ReplicaError::NotLeaderOrFollower => ec::NOT_LEADER_OR_FOLLOWER,
             ReplicaError::FencedLeaderEpoch => ec::FENCED_LEADER_EPOCH,
@@ -93,8 +93,8 @@ impl ReplicaError {
 }
 
 /// A result's code: NONE for no error.
-pub fn error_code(error: Option<&ReplicaError>) -> i16 {
-    error.map_or(ec::NONE, ReplicaError::code)
+pub fn code_of(error: Option<&ReplicaError>) -> i16 {
+    error.map_or(ec::NONE, ReplicaError::error_code)
 }
 
 impl From<LogError> for ReplicaError {
@@ -140,16 +140,16 @@ mod tests {
             UnknownServerError,
         ];
         for e in all {
-            let kafka = ec::error(e.code()).expect("an error");
+            let kafka = ec::error(e.error_code()).expect("an error");
             assert_eq!(format!("{kafka:?}"), format!("{e:?}"));
         }
         // Spot checks against Kafka's numbers (Errors.java).
-        assert_eq!(NotLeaderOrFollower.code(), 6);
-        assert_eq!(UnknownLeaderEpoch.code(), 75);
-        assert_eq!(FencedLeaderEpoch.code(), 74);
-        assert_eq!(NotEnoughReplicasAfterAppend.code(), 20);
-        assert_eq!(KafkaStorageError.code(), 56);
-        assert_eq!(error_code(None), ec::NONE);
+        assert_eq!(NotLeaderOrFollower.error_code(), 6);
+        assert_eq!(UnknownLeaderEpoch.error_code(), 75);
+        assert_eq!(FencedLeaderEpoch.error_code(), 74);
+        assert_eq!(NotEnoughReplicasAfterAppend.error_code(), 20);
+        assert_eq!(KafkaStorageError.error_code(), 56);
+        assert_eq!(code_of(None), ec::NONE);
     }
 
     #[test]
@@ -189,9 +189,9 @@ mod tests {
         ];
         for e in errors {
             let code = e.error_code();
-            assert_eq!(ReplicaError::from(e).code(), code);
+            assert_eq!(ReplicaError::from(e).error_code(), code);
         }
-        assert_eq!(ReplicaError::InvalidBatch(batch).code(), ec::MESSAGE_TOO_LARGE);
-        assert_eq!(ReplicaError::Producer(producer).code(), ec::INVALID_RECORD);
+        assert_eq!(ReplicaError::InvalidBatch(batch).error_code(), ec::MESSAGE_TOO_LARGE);
+        assert_eq!(ReplicaError::Producer(producer).error_code(), ec::INVALID_RECORD);
     }
 }

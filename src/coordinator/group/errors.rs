@@ -1,5 +1,5 @@
 //! Why the group coordinator refuses a request, the one mapping of those answers to Kafka error
-//! codes ([`GroupError::code`]), and how a failed write to `__consumer_offsets` is reported to
+//! codes ([`GroupError::error_code`]), and how a failed write to `__consumer_offsets` is reported to
 //! group clients ([`GroupError::from_store`]).
 
 use crate::protocol::error_codes as ec;
@@ -54,7 +54,7 @@ pub enum GroupError {
 
 impl GroupError {
     /// Kafka's error code for a response.
-    pub fn code(&self) -> i16 {
+    pub fn error_code(&self) -> i16 {
         match self {
             GroupError::CoordinatorNotAvailable => ec::COORDINATOR_NOT_AVAILABLE,
             GroupError::NotCoordinator => ec::NOT_COORDINATOR,
@@ -73,7 +73,7 @@ impl GroupError {
             GroupError::GroupSubscribedToTopic => ec::GROUP_SUBSCRIBED_TO_TOPIC,
             GroupError::OffsetMetadataTooLarge => ec::OFFSET_METADATA_TOO_LARGE,
             GroupError::InvalidCommitOffsetSize => ec::INVALID_COMMIT_OFFSET_SIZE,
-            GroupError::Store(e) => e.code(),
+            GroupError::Store(e) => e.error_code(),
         }
     }
 
@@ -96,12 +96,12 @@ impl GroupError {
 
 /// A result's code: NONE for `Ok`.
 pub fn result_code(result: &Result<(), GroupError>) -> i16 {
-    result.as_ref().err().map_or(ec::NONE, GroupError::code)
+    result.as_ref().err().map_or(ec::NONE, GroupError::error_code)
 }
 
 /// An answer's code: NONE for no error.
-pub fn error_code(error: Option<&GroupError>) -> i16 {
-    error.map_or(ec::NONE, GroupError::code)
+pub fn code_of(error: Option<&GroupError>) -> i16 {
+    error.map_or(ec::NONE, GroupError::error_code)
 }
 
 #[cfg(test)]
@@ -131,16 +131,16 @@ mod tests {
             InvalidCommitOffsetSize,
         ];
         for e in all {
-            let kafka = ec::error(e.code()).expect("an error");
+            let kafka = ec::error(e.error_code()).expect("an error");
             assert_eq!(format!("{kafka:?}"), format!("{e:?}"));
         }
         // Spot checks against Kafka's numbers (Errors.java).
-        assert_eq!(NotCoordinator.code(), 16);
-        assert_eq!(RebalanceInProgress.code(), 27);
-        assert_eq!(MemberIdRequired.code(), 79);
-        assert_eq!(FencedInstanceId.code(), 82);
+        assert_eq!(NotCoordinator.error_code(), 16);
+        assert_eq!(RebalanceInProgress.error_code(), 27);
+        assert_eq!(MemberIdRequired.error_code(), 79);
+        assert_eq!(FencedInstanceId.error_code(), 82);
         assert_eq!(result_code(&Ok(())), ec::NONE);
-        assert_eq!(error_code(None), ec::NONE);
+        assert_eq!(code_of(None), ec::NONE);
     }
 
     #[test]
@@ -168,7 +168,7 @@ mod tests {
             (ReplicaError::UnknownServerError, ec::UNKNOWN_SERVER_ERROR),
         ];
         for (e, code) in cases {
-            assert_eq!(GroupError::from_store(e.clone()).code(), code, "{e:?}");
+            assert_eq!(GroupError::from_store(e.clone()).error_code(), code, "{e:?}");
         }
     }
 }

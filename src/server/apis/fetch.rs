@@ -12,7 +12,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::KafkaApis;
 use crate::network::handler::RequestContext;
-use crate::replica::error::{error_code, ReplicaError};
+use crate::replica::error::{code_of, ReplicaError};
 use crate::replica::fetch::{FetchParams, FetchPartition, FetchPartitionResult};
 use crate::types::{BrokerId, TopicPartition};
 
@@ -91,7 +91,7 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
 
 fn partition_data(partition: i32, result: FetchPartitionResult, version: i16) -> PartitionData {
     let mut data = PartitionData::default().with_partition_index(partition);
-    data.error_code = error_code(result.error.as_ref());
+    data.error_code = code_of(result.error.as_ref());
     data.high_watermark = result.high_watermark;
     data.last_stable_offset = result.last_stable_offset;
     if result.error.is_none() && version >= 5 {

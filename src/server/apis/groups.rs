@@ -19,7 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{str_bytes, KafkaApis};
-use crate::coordinator::group::errors::{error_code, result_code};
+use crate::coordinator::group::errors::{code_of, result_code};
 use crate::coordinator::group::membership::{JoinRequest, SyncRequest};
 use crate::coordinator::group::state::GroupState;
 use crate::coordinator::group::{partition_for, OFFSETS_TOPIC};
@@ -152,7 +152,7 @@ pub(super) async fn join_group(apis: &KafkaApis, ctx: &RequestContext, r: JoinGr
         })
         .collect();
     let mut resp = JoinGroupResponse::default()
-        .with_error_code(error_code(result.error.as_ref()))
+        .with_error_code(code_of(result.error.as_ref()))
         .with_generation_id(result.generation)
         .with_protocol_name(result.protocol_name.as_deref().map(str_bytes))
         .with_leader(str_bytes(&result.leader))
@@ -186,7 +186,7 @@ pub(super) async fn sync_group(apis: &KafkaApis, ctx: &RequestContext, r: SyncGr
     };
     let result = apis.groups.sync(&r.group_id.0, req).await;
     let mut resp = SyncGroupResponse::default()
-        .with_error_code(error_code(result.error.as_ref()))
+        .with_error_code(code_of(result.error.as_ref()))
         .with_assignment(result.assignment.into());
     if ctx.api_version >= 5 {
         resp.protocol_type = result.protocol_type.as_deref().map(str_bytes);
@@ -215,7 +215,7 @@ pub(super) fn leave_group(apis: &KafkaApis, ctx: &RequestContext, r: LeaveGroupR
         vec![(r.member_id.to_string(), None)]
     };
     match apis.groups.leave(&r.group_id.0, &members) {
-        Err(e) => LeaveGroupResponse::default().with_error_code(e.code()),
+        Err(e) => LeaveGroupResponse::default().with_error_code(e.error_code()),
         Ok(answers) if ctx.api_version < 3 => {
             LeaveGroupResponse::default().with_error_code(answers.first().map_or(ec::NONE, result_code))
         }
@@ -244,7 +244,7 @@ pub(super) fn list_groups(apis: &KafkaApis, r: ListGroupsRequest) -> ListGroupsR
         return ListGroupsResponse::default();
     }
     match apis.groups.list_groups(&states) {
-        Err(e) => ListGroupsResponse::default().with_error_code(e.code()),
+        Err(e) => ListGroupsResponse::default().with_error_code(e.error_code()),
         Ok(groups) => ListGroupsResponse::default().with_groups(
             groups
                 .into_iter()
@@ -277,7 +277,7 @@ pub(super) fn describe_groups(
         .map(|id| {
             let base = DescribedGroup::default().with_group_id(id.clone());
             match apis.groups.describe(id) {
-                Err(e) => base.with_error_code(e.code()).with_group_state(str_bytes("")),
+                Err(e) => base.with_error_code(e.error_code()).with_group_state(str_bytes("")),
                 Ok(s) => base
                     .with_group_state(str_bytes(&s.state))
                     .with_protocol_type(str_bytes(&s.protocol_type))

@@ -67,7 +67,7 @@ pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffset
                             }
                         }
                         Ok(None) => {}
-                        Err(e) => resp.error_code = e.code(),
+                        Err(e) => resp.error_code = e.error_code(),
                     }
                     resp
                 })

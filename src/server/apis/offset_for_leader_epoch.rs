@@ -39,7 +39,7 @@ pub(super) fn handle(apis: &KafkaApis, request: OffsetForLeaderEpochRequest) -> 
                             out.leader_epoch = epoch;
                             out.end_offset = end;
                         }
-                        Err(e) => out.error_code = e.code(),
+                        Err(e) => out.error_code = e.error_code(),
                     }
                     out
                 })

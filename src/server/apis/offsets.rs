@@ -68,7 +68,7 @@ pub(super) async fn offset_commit(
         .await;
     let mut codes = match result {
         Ok(answers) => answers.iter().map(result_code).collect::<Vec<_>>().into_iter(),
-        Err(e) => vec![e.code(); r.topics.iter().map(|t| t.partitions.len()).sum()].into_iter(),
+        Err(e) => vec![e.error_code(); r.topics.iter().map(|t| t.partitions.len()).sum()].into_iter(),
     };
     let mut code_for = |topic: &str, p: i32| {
         if exists(topic, p) {
@@ -135,7 +135,7 @@ pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetc
                 let result: Fetched = apis.groups.fetch_offsets(&g.group_id.0, asked);
                 let group = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
                 match result {
-                    Err(e) => group.with_error_code(e.code()),
+                    Err(e) => group.with_error_code(e.error_code()),
                     Ok(rows) => group.with_topics(
                         by_topic(rows)
                             .into_iter()
@@ -177,7 +177,7 @@ pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetc
                 .into_iter()
                 .map(|(t, p)| (t, p, None))
                 .collect(),
-            e.code(),
+            e.error_code(),
         ),
     };
     let partition_error = if v < 2 { group_error } else { 0 };
@@ -216,7 +216,7 @@ pub(super) async fn offset_delete(apis: &KafkaApis, r: OffsetDeleteRequest) -> O
         .collect();
     let GroupId(group) = &r.group_id;
     match apis.groups.delete_offsets(group, asked).await {
-        Err(e) => OffsetDeleteResponse::default().with_error_code(e.code()),
+        Err(e) => OffsetDeleteResponse::default().with_error_code(e.error_code()),
         Ok(answers) => {
             let mut codes = answers.iter().map(result_code);
             let topics = r
