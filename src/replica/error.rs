@@ -1,7 +1,8 @@
 //! Why a replica refuses or fails an append, a read or a controller request, and the one
-//! mapping of those answers to Kafka error codes ([`ReplicaError::error_code`]). Log failures come in
-//! through `From<LogError>`; a batch a producer got wrong keeps its [`BatchError`] (whose own
-//! mapping gives the code), an idempotent producer's its [`ProducerStateError`].
+//! mapping of those answers to Kafka error codes ([`ReplicaError::error_code`]). Log failures
+//! come in through `From<LogError>`; a batch a producer got wrong keeps its [`BatchError`]
+//! (whose own mapping gives the code), an idempotent producer's its [`ProducerStateError`].
+//! Codes are made only where a response is built ([`code_of`] for an optional error).
 
 use crate::log::log::LogError;
 use crate::log::producer_state::ProducerStateError;

@@ -1,6 +1,7 @@
-//! Why the group coordinator refuses a request, the one mapping of those answers to Kafka error
-//! codes ([`GroupError::error_code`]), and how a failed write to `__consumer_offsets` is reported to
-//! group clients ([`GroupError::from_store`]).
+//! Why the group coordinator refuses a request, the one mapping of those answers to Kafka
+//! error codes ([`GroupError::error_code`]), and how a failed write to `__consumer_offsets` is
+//! reported to group clients ([`GroupError::from_store`]). Codes are made only where
+//! `server::apis` builds the group responses.
 
 use crate::protocol::error_codes as ec;
 use crate::protocol::record_batch::validate::BatchError;
