@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::error::ReplicaError;
 use super::partition::Partition;
 use super::purgatory::{ProduceWatch, Purgatory};
 use super::replica_manager::ReplicaManager;
 use crate::log::log::LogAppendInfo;
-use crate::protocol::error_codes as ec;
 use crate::types::TopicPartition;
 
 /// One partition's part of a produce: its batches, as they came in the request (the log writes
@@ -51,7 +51,8 @@ impl std::fmt::Debug for Appended {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendResult {
     pub tp: TopicPartition,
-    pub error: i16,
+    /// None: appended (and, for acks=-1, replicated).
+    pub error: Option<ReplicaError>,
     /// What the log appended (kept when a later wait fails, as Kafka reports the base offset).
     pub info: Option<AppendedInfo>,
 }
@@ -77,7 +78,7 @@ impl From<&LogAppendInfo> for AppendedInfo {
 }
 
 /// Appends on the I/O executor: per partition, the append's outcome (with its leader epoch).
-type Outcomes = Vec<(Option<Arc<Partition>>, Result<(LogAppendInfo, i32), i16>)>;
+type Outcomes = Vec<(Option<Arc<Partition>>, Result<(LogAppendInfo, i32), ReplicaError>)>;
 
 impl ReplicaManager {
     /// Kafka's `appendRecords`: `acks` -1, 0 or 1 (anything else: INVALID_REQUIRED_ACKS for every
@@ -104,7 +105,7 @@ impl ReplicaManager {
                     .into_iter()
                     .map(|e| AppendResult {
                         tp: e.tp,
-                        error: ec::INVALID_REQUIRED_ACKS,
+                        error: Some(ReplicaError::InvalidRequiredAcks),
                         info: None,
                     })
                     .collect(),
@@ -119,12 +120,12 @@ impl ReplicaManager {
         }
         let appended = match run_blocking(move || append_all(work, acks, min_isr)).await {
             Ok(appended) => appended,
-            Err(code) => {
+            Err(error) => {
                 return Appended::Done(
                     tps.into_iter()
                         .map(|tp| AppendResult {
                             tp,
-                            error: code,
+                            error: Some(error.clone()),
                             info: None,
                         })
                         .collect(),
@@ -150,18 +151,18 @@ impl ReplicaManager {
                     }
                     AppendResult {
                         tp,
-                        error: ec::NONE,
+                        error: None,
                         info: Some(AppendedInfo::from(&info)),
                     }
                 }
-                (_, Err(code)) => AppendResult {
+                (_, Err(error)) => AppendResult {
                     tp,
-                    error: code,
+                    error: Some(error),
                     info: None,
                 },
                 (None, Ok(_)) => AppendResult {
                     tp,
-                    error: ec::UNKNOWN_TOPIC_OR_PARTITION,
+                    error: Some(ReplicaError::UnknownTopicOrPartition),
                     info: None,
                 },
             };
@@ -211,8 +212,8 @@ impl ReplicaManager {
             };
             drop(parked);
             for (i, index) in indexes.into_iter().enumerate() {
-                let code = outcomes.get(i).and_then(|w| w.outcome).unwrap_or(ec::REQUEST_TIMED_OUT);
-                results[index].error = code;
+                let outcome = outcomes.get(i).and_then(|w| w.outcome.clone());
+                results[index].error = outcome.unwrap_or(Err(ReplicaError::RequestTimedOut)).err();
             }
             results
         }
@@ -223,7 +224,7 @@ fn append_all(work: Vec<(Option<Arc<Partition>>, Bytes)>, acks: i16, min_isr: i3
     work.into_iter()
         .map(|(partition, records)| {
             let outcome = match &partition {
-                None => Err(ec::UNKNOWN_TOPIC_OR_PARTITION),
+                None => Err(ReplicaError::UnknownTopicOrPartition),
                 Some(p) => p.append_as_leader(&records, acks, min_isr, crate::clock::now_ms()),
             };
             (partition, outcome)
@@ -232,9 +233,11 @@ fn append_all(work: Vec<(Option<Arc<Partition>>, Bytes)>, acks: i16, min_isr: i3
 }
 
 /// Runs disk work on the blocking I/O executor; a panic there is an internal error.
-pub(super) async fn run_blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, i16> {
+pub(super) async fn run_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ReplicaError> {
     tokio::task::spawn_blocking(work).await.map_err(|e| {
         tracing::error!(error = %e, "disk work failed on the I/O executor");
-        ec::UNKNOWN_SERVER_ERROR
+        ReplicaError::UnknownServerError
     })
 }

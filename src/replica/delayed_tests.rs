@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::append::{AppendPartition, AppendResult};
+use super::error::ReplicaError;
 use super::fetch::{FetchParams, FetchPartition, FetchPartitionResult};
 use super::partition::{IsrWriteOutcome, PartitionState};
 use super::replica_manager::{ControllerRequestEpochs, LeaderAndIsrPartition, ReplicaConfig, ReplicaManager};
@@ -13,7 +14,6 @@ use crate::log::config::LogConfig;
 use crate::log::failure::LogDirFailureChannel;
 use crate::log::file::Faults;
 use crate::log::log_manager::{LogManager, LogManagerConfig};
-use crate::protocol::error_codes as ec;
 use crate::protocol::test_support::build_batch;
 use crate::types::{BrokerId, TopicPartition};
 
@@ -68,7 +68,7 @@ fn lead(rm: &ReplicaManager, parts: std::ops::Range<i32>, leader: i32, epoch: i3
     let results = rm
         .become_leader_or_follower(epochs, lai, Vec::new(), 0)
         .expect("LeaderAndIsr");
-    assert!(results.iter().all(|r| r.2 == ec::NONE), "{results:?}");
+    assert!(results.iter().all(|r| r.2.is_ok()), "{results:?}");
 }
 
 fn record() -> Vec<u8> {
@@ -157,7 +157,7 @@ async fn an_append_wakes_only_the_fetches_parked_on_its_partition() {
 
     let appended = produce(&rm, 0, 1, 1_000).await;
     let after_append = Instant::now();
-    assert_eq!(appended.error, ec::NONE);
+    assert_eq!(appended.error, None);
     let (read, returned) = on_a.await.expect("fetch on A");
     assert!(has_records(&read), "{read:?}");
     let lag = returned.saturating_duration_since(after_append);
@@ -209,7 +209,7 @@ async fn acks_all_completes_from_the_followers_fetch_and_consumers_wait_for_the_
     // The follower's fetch at offset 1 moves the HW to 1: the produce and the consumer complete
     // from inside this call.
     let read = rm.fetch_messages(follower(2, 0), at(0, 1)).await;
-    assert_eq!(read[0].error, ec::NONE);
+    assert_eq!(read[0].error, None);
     assert_eq!(read[0].high_watermark, 1);
     assert_eq!(
         rm.purgatory().delayed_produces(),
@@ -218,7 +218,7 @@ async fn acks_all_completes_from_the_followers_fetch_and_consumers_wait_for_the_
     );
     assert_eq!(rm.delayed_fetches(), 0);
     let produced = producing.await.expect("produce");
-    assert_eq!(produced.error, ec::NONE);
+    assert_eq!(produced.error, None);
     assert_eq!(produced.info.map(|i| i.base_offset), Some(0));
     assert!(has_records(&consumer_fetch.await.expect("consumer")));
 }
@@ -233,7 +233,7 @@ async fn a_parked_follower_fetch_is_woken_by_an_append() {
         tokio::spawn(async move { rm.fetch_messages(follower(2, 60_000), at(0, 0)).await })
     };
     wait_until("the follower to park", || rm.delayed_fetches() == 1).await;
-    assert_eq!(produce(&rm, 0, 1, 1_000).await.error, ec::NONE);
+    assert_eq!(produce(&rm, 0, 1, 1_000).await.error, None);
     let read = tokio::time::timeout(Duration::from_secs(10), fetch)
         .await
         .expect("woken long before max_wait")
@@ -247,7 +247,7 @@ async fn acks_all_times_out_fails_after_an_isr_shrink_and_on_a_leadership_change
     let rm = replica_manager(dir.path(), 2);
     lead(&rm, 0..1, 1, 0, &[1, 2]);
     let timed_out = produce(&rm, 0, -1, 50).await;
-    assert_eq!(timed_out.error, ec::REQUEST_TIMED_OUT);
+    assert_eq!(timed_out.error, Some(ReplicaError::RequestTimedOut));
     assert_eq!(timed_out.info.map(|i| i.base_offset), Some(0), "appended all the same");
     assert_eq!(rm.purgatory().delayed_produces(), 0);
 
@@ -264,7 +264,7 @@ async fn acks_all_times_out_fails_after_an_isr_shrink_and_on_a_leadership_change
     assert_eq!(proposal.isr, vec![BrokerId(1)]);
     rm.complete_isr_change(&proposal, IsrWriteOutcome::Written { zk_version: 1 }, 0);
     let failed = producing.await.expect("produce");
-    assert_eq!(failed.error, ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+    assert_eq!(failed.error, Some(ReplicaError::NotEnoughReplicasAfterAppend));
 
     // Back to ISR [1, 2] in a new epoch, then broker 2 takes over while a produce waits.
     lead(&rm, 0..1, 1, 1, &[1, 2]);
@@ -274,5 +274,8 @@ async fn acks_all_times_out_fails_after_an_isr_shrink_and_on_a_leadership_change
     };
     wait_until("the produce to park", || rm.purgatory().delayed_produces() == 1).await;
     lead(&rm, 0..1, 2, 2, &[1, 2]);
-    assert_eq!(producing.await.expect("produce").error, ec::NOT_LEADER_OR_FOLLOWER);
+    assert_eq!(
+        producing.await.expect("produce").error,
+        Some(ReplicaError::NotLeaderOrFollower)
+    );
 }

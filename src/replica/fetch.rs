@@ -12,10 +12,10 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::append::run_blocking;
+use super::error::ReplicaError;
 use super::partition::{IsrProposal, Partition};
 use super::purgatory::{FetchBound, FetchWatch};
 use super::replica_manager::ReplicaManager;
-use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
 
 /// Request-level fetch parameters.
@@ -47,7 +47,8 @@ pub struct FetchPartition {
 /// What one partition's read found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchPartitionResult {
-    pub error: i16,
+    /// None: read (possibly nothing).
+    pub error: Option<ReplicaError>,
     /// -1 on error.
     pub high_watermark: i64,
     pub last_stable_offset: i64,
@@ -60,9 +61,9 @@ pub struct FetchPartitionResult {
 }
 
 impl FetchPartitionResult {
-    pub fn error(code: i16) -> Self {
+    pub fn error(error: ReplicaError) -> Self {
         FetchPartitionResult {
-            error: code,
+            error: Some(error),
             high_watermark: -1,
             last_stable_offset: -1,
             log_start_offset: -1,
@@ -126,7 +127,7 @@ impl ReplicaManager {
             }
             let results = pass.results;
             let total: usize = results.iter().map(FetchPartitionResult::size).sum();
-            let errors = results.iter().any(|r| r.error != ec::NONE);
+            let errors = results.iter().any(|r| r.error.is_some());
             let diverging = results.iter().any(|r| r.diverging_epoch.is_some());
             let expired = tokio::time::Instant::now() >= deadline;
             if total as u64 >= min_bytes.max(1) || errors || diverging || expired {
@@ -167,8 +168,8 @@ impl ReplicaManager {
         let n = wanted.len();
         run_blocking(move || read_all(&params, &hosted, &wanted, min_isr))
             .await
-            .unwrap_or_else(|code| ReadPass {
-                results: vec![FetchPartitionResult::error(code); n],
+            .unwrap_or_else(|error| ReadPass {
+                results: vec![FetchPartitionResult::error(error); n],
                 proposals: Vec::new(),
                 hw_moved: Vec::new(),
             })
@@ -193,7 +194,7 @@ fn read_all(
     };
     for (partition, w) in hosted.iter().zip(wanted) {
         let result = match partition {
-            None => FetchPartitionResult::error(ec::UNKNOWN_TOPIC_OR_PARTITION),
+            None => FetchPartitionResult::error(ReplicaError::UnknownTopicOrPartition),
             Some(partition) => read_one(params, partition, w, budget, min_isr, &mut pass),
         };
         budget = budget.saturating_sub(result.size());
@@ -210,8 +211,8 @@ fn read_one(
     min_isr: i32,
     pass: &mut ReadPass,
 ) -> FetchPartitionResult {
-    if let Err(code) = partition.check_leader_epoch(w.current_leader_epoch) {
-        return FetchPartitionResult::error(code);
+    if let Err(error) = partition.check_leader_epoch(w.current_leader_epoch) {
+        return FetchPartitionResult::error(error);
     }
     // At least one whole batch comes back even when it exceeds the limits (KIP-74).
     let limit = (w.max_bytes.max(0) as usize).min(budget);
@@ -242,13 +243,13 @@ fn read_one(
     };
     match read {
         Ok(read) => FetchPartitionResult {
-            error: ec::NONE,
+            error: None,
             high_watermark: read.high_watermark,
             last_stable_offset: read.high_watermark,
             log_start_offset: read.log_start_offset,
             records: read.records,
             diverging_epoch: read.diverging_epoch,
         },
-        Err(code) => FetchPartitionResult::error(code),
+        Err(error) => FetchPartitionResult::error(error),
     }
 }

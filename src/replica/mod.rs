@@ -7,9 +7,11 @@
 //! group coordinator's appends go through [`append`] (`append_records`), consumers' and
 //! followers' reads through [`fetch`] (`fetch_messages`), both doing their disk work on the
 //! blocking I/O executor; what waits for replication or data parks in [`purgatory`], keyed by
-//! partition.
+//! partition. Their refusals and failures are [`ReplicaError`]s, which become Kafka codes only
+//! where a response is built.
 
 pub mod append;
+pub mod error;
 pub mod fetch;
 pub mod fetcher;
 pub mod isr;
@@ -19,6 +21,7 @@ pub mod purgatory;
 pub mod replica_manager;
 pub mod state_watch;
 
+pub use error::ReplicaError;
 pub use partition::{Partition, PartitionState};
 pub use replica_manager::{ReplicaConfig, ReplicaManager};
 

@@ -22,13 +22,13 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
+use super::error::ReplicaError;
 use super::isr::{self, FollowerState};
 use super::purgatory::ProduceStatus;
 use crate::log::lock_order::assert_no_log_lock;
 use crate::log::log::{LogAppendInfo, LogError};
 use crate::log::log_manager::{lock, SharedLog};
 use crate::log::timestamp_search::TimestampAndOffset;
-use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
 
 /// What the controller decided for a partition.
@@ -230,35 +230,38 @@ impl Partition {
         acks: i16,
         min_isr: i32,
         now_ms: i64,
-    ) -> Result<(LogAppendInfo, i32), i16> {
+    ) -> Result<(LogAppendInfo, i32), ReplicaError> {
         let mut inner = self.inner();
         if inner.state.leader != self.local {
-            return Err(ec::NOT_LEADER_OR_FOLLOWER);
+            return Err(ReplicaError::NotLeaderOrFollower);
         }
         if acks == -1 && inner.state.isr.len() < effective_min_isr(&inner.state, min_isr) {
-            return Err(ec::NOT_ENOUGH_REPLICAS);
+            return Err(ReplicaError::NotEnoughReplicas);
         }
         let epoch = inner.state.leader_epoch;
-        let info = lock(&inner.log)
-            .append_as_leader(records, epoch, now_ms)
-            .map_err(|e| e.error_code())?;
+        let info = lock(&inner.log).append_as_leader(records, epoch, now_ms)?;
         maybe_increment_hw(&mut inner, self.local, min_isr);
         Ok((info, epoch))
     }
 
-    /// Whether an acks=-1 produce up to `required_offset` (exclusive) is done: `Some(error
-    /// code)` when finished (0 = success), `None` while it must keep waiting.
-    pub fn check_produce_completion(&self, required_offset: i64, leader_epoch: i32, min_isr: i32) -> Option<i16> {
+    /// Whether an acks=-1 produce up to `required_offset` (exclusive) is done: `Some(outcome)`
+    /// when finished, `None` while it must keep waiting.
+    pub fn check_produce_completion(
+        &self,
+        required_offset: i64,
+        leader_epoch: i32,
+        min_isr: i32,
+    ) -> Option<Result<(), ReplicaError>> {
         let inner = self.inner();
         // Leadership lost (even if regained later): the records may have been truncated away.
         if inner.state.leader != self.local || inner.state.leader_epoch != leader_epoch {
-            return Some(ec::NOT_LEADER_OR_FOLLOWER);
+            return Some(Err(ReplicaError::NotLeaderOrFollower));
         }
         if inner.high_watermark >= required_offset {
-            return Some(ec::NONE);
+            return Some(Ok(()));
         }
         if inner.state.isr.len() < effective_min_isr(&inner.state, min_isr) {
-            return Some(ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+            return Some(Err(ReplicaError::NotEnoughReplicasAfterAppend));
         }
         None
     }
@@ -282,30 +285,28 @@ impl Partition {
     }
 
     /// Checks KIP-320's current leader epoch from a client or follower.
-    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), i16> {
+    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), ReplicaError> {
         let ours = self.inner().state.leader_epoch;
         match current_leader_epoch {
             e if e < 0 || e == ours => Ok(()),
-            e if e < ours => Err(ec::FENCED_LEADER_EPOCH),
-            _ => Err(ec::UNKNOWN_LEADER_EPOCH),
+            e if e < ours => Err(ReplicaError::FencedLeaderEpoch),
+            _ => Err(ReplicaError::UnknownLeaderEpoch),
         }
     }
 
     /// Reads as leader for a consumer: whole batches below the HW. The state lock is held only
     /// to check leadership and take the HW and the log; the read itself (a `pread`) holds only
     /// the log's lock, so a slow disk does not hold up everything else that asks this partition.
-    pub fn read(&self, fetch_offset: i64, max_bytes: usize) -> Result<ReadResult, i16> {
+    pub fn read(&self, fetch_offset: i64, max_bytes: usize) -> Result<ReadResult, ReplicaError> {
         let (high_watermark, log) = {
             let inner = self.inner();
             if inner.state.leader != self.local {
-                return Err(ec::NOT_LEADER_OR_FOLLOWER);
+                return Err(ReplicaError::NotLeaderOrFollower);
             }
             (inner.high_watermark, inner.log.clone())
         };
         let log = lock(&log);
-        let records = log
-            .read(fetch_offset, max_bytes, high_watermark, true)
-            .map_err(|e| e.error_code())?;
+        let records = log.read(fetch_offset, max_bytes, high_watermark, true)?;
         Ok(ReadResult {
             records,
             high_watermark,
@@ -331,13 +332,13 @@ impl Partition {
         min_isr: i32,
         now_ms: i64,
         isr_eligible: bool,
-    ) -> Result<(ReadResult, Option<IsrProposal>), i16> {
+    ) -> Result<(ReadResult, Option<IsrProposal>), ReplicaError> {
         let mut inner = self.inner();
         if inner.state.leader != self.local {
-            return Err(ec::NOT_LEADER_OR_FOLLOWER);
+            return Err(ReplicaError::NotLeaderOrFollower);
         }
         if !inner.state.replicas.contains(&replica) {
-            return Err(ec::NOT_LEADER_OR_FOLLOWER);
+            return Err(ReplicaError::NotLeaderOrFollower);
         }
         let (leo, log_start) = {
             let log = lock(&inner.log);
@@ -359,7 +360,7 @@ impl Partition {
             }
         }
         if fetch_offset < log_start || fetch_offset > leo {
-            return Err(ec::OFFSET_OUT_OF_RANGE);
+            return Err(ReplicaError::OffsetOutOfRange);
         }
         inner
             .followers
@@ -376,9 +377,7 @@ impl Partition {
         // The read (a `pread`) holds only the log's lock, as in `read`.
         drop(inner);
         let log = lock(&log);
-        let records = log
-            .read(fetch_offset, max_bytes, leo, true)
-            .map_err(|e| e.error_code())?;
+        let records = log.read(fetch_offset, max_bytes, leo, true)?;
         let read = ReadResult {
             records,
             high_watermark,
@@ -579,11 +578,15 @@ impl Partition {
     /// the HW and they see nothing at or past it; a replica's is the LEO. "Latest" carries the
     /// current leader epoch; the rest carry the epoch of what they found.
     /// The search (index and log reads) holds only the log's lock, as in `read`.
-    pub fn offset_for_timestamp(&self, timestamp: i64, replica: bool) -> Result<Option<TimestampAndOffset>, i16> {
+    pub fn offset_for_timestamp(
+        &self,
+        timestamp: i64,
+        replica: bool,
+    ) -> Result<Option<TimestampAndOffset>, ReplicaError> {
         let (high_watermark, leader_epoch, log) = {
             let inner = self.inner();
             if inner.state.leader != self.local {
-                return Err(ec::NOT_LEADER_OR_FOLLOWER);
+                return Err(ReplicaError::NotLeaderOrFollower);
             }
             (inner.high_watermark, inner.state.leader_epoch, inner.log.clone())
         };
@@ -599,18 +602,16 @@ impl Partition {
                 leader_epoch: Some(leader_epoch),
             }));
         }
-        let found = lock(&log)
-            .fetch_offset_by_timestamp(timestamp)
-            .map_err(|e| e.error_code())?;
+        let found = lock(&log).fetch_offset_by_timestamp(timestamp)?;
         let earliest = matches!(timestamp, -2 | -4);
         Ok(found.filter(|f| replica || earliest || f.offset < high_watermark))
     }
 
     /// OffsetForLeaderEpoch as leader: the largest epoch ≤ `epoch` and its end offset.
-    pub fn end_offset_for_epoch(&self, epoch: i32) -> Result<(i32, i64), i16> {
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Result<(i32, i64), ReplicaError> {
         let inner = self.inner();
         if inner.state.leader != self.local {
-            return Err(ec::NOT_LEADER_OR_FOLLOWER);
+            return Err(ReplicaError::NotLeaderOrFollower);
         }
         let log = lock(&inner.log);
         Ok(log.end_offset_for_epoch(epoch))

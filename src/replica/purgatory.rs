@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use crate::protocol::error_codes as ec;
+use super::error::ReplicaError;
 use crate::types::TopicPartition;
 
 /// What a fetch reads up to: consumers the high watermark, follower replicas the log end.
@@ -144,18 +144,22 @@ pub struct ProduceStatus {
     pub isr_below_min: bool,
 }
 
-/// Kafka's `checkEnoughReplicasReachOffset`: `Some(code)` once the partition's part of an
-/// acks=all produce is decided (NONE: replicated), `None` while it must wait.
-pub fn produce_outcome(status: &ProduceStatus, required_offset: i64, leader_epoch: i32) -> Option<i16> {
+/// Kafka's `checkEnoughReplicasReachOffset`: `Some(outcome)` once the partition's part of an
+/// acks=all produce is decided (`Ok`: replicated), `None` while it must wait.
+pub fn produce_outcome(
+    status: &ProduceStatus,
+    required_offset: i64,
+    leader_epoch: i32,
+) -> Option<Result<(), ReplicaError>> {
     // Leadership lost (even if regained later): the records may have been truncated away.
     if status.leader_epoch != Some(leader_epoch) {
-        return Some(ec::NOT_LEADER_OR_FOLLOWER);
+        return Some(Err(ReplicaError::NotLeaderOrFollower));
     }
     if status.high_watermark >= required_offset {
-        return Some(ec::NONE);
+        return Some(Ok(()));
     }
     if status.isr_below_min {
-        return Some(ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+        return Some(Err(ReplicaError::NotEnoughReplicasAfterAppend));
     }
     None
 }
@@ -167,8 +171,8 @@ pub struct ProduceWatch {
     /// Last appended offset + 1.
     pub required_offset: i64,
     pub leader_epoch: i32,
-    /// Decided error code (NONE: replicated); None while pending.
-    pub outcome: Option<i16>,
+    /// Decided outcome (`Ok`: replicated); None while pending.
+    pub outcome: Option<Result<(), ReplicaError>>,
 }
 
 /// How often operations parked on a partition were checked and completed by events on it.

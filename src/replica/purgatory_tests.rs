@@ -120,25 +120,28 @@ fn a_fetch_completes_when_its_partition_resets_or_goes() {
 #[test]
 fn produce_outcomes_follow_kafkas_check_enough_replicas_reach_offset() {
     assert_eq!(produce_outcome(&leader(3, 9), 10, 3), None);
-    assert_eq!(produce_outcome(&leader(3, 10), 10, 3), Some(ec::NONE));
+    assert_eq!(produce_outcome(&leader(3, 10), 10, 3), Some(Ok(())));
     let below = ProduceStatus {
         isr_below_min: true,
         ..leader(3, 9)
     };
     assert_eq!(
         produce_outcome(&below, 10, 3),
-        Some(ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+        Some(Err(ReplicaError::NotEnoughReplicasAfterAppend))
     );
     assert_eq!(
         produce_outcome(&leader(4, 20), 10, 3),
-        Some(ec::NOT_LEADER_OR_FOLLOWER),
+        Some(Err(ReplicaError::NotLeaderOrFollower)),
         "a new epoch, even as leader again"
     );
     let follower = ProduceStatus {
         leader_epoch: None,
         ..leader(3, 20)
     };
-    assert_eq!(produce_outcome(&follower, 10, 3), Some(ec::NOT_LEADER_OR_FOLLOWER));
+    assert_eq!(
+        produce_outcome(&follower, 10, 3),
+        Some(Err(ReplicaError::NotLeaderOrFollower))
+    );
 }
 
 #[test]
@@ -191,8 +194,8 @@ fn a_produce_completes_when_every_partition_is_decided() {
     assert_eq!(purgatory.wake_counts(&tp(2)).checked, 0, "not watching 2");
     purgatory.on_removed(&tp(1));
     let outcomes = rx.try_recv().expect("completed");
-    let codes: Vec<Option<i16>> = outcomes.iter().map(|w| w.outcome).collect();
-    assert_eq!(codes, vec![Some(ec::NONE), Some(ec::NOT_LEADER_OR_FOLLOWER)]);
+    let codes: Vec<Option<Result<(), ReplicaError>>> = outcomes.iter().map(|w| w.outcome.clone()).collect();
+    assert_eq!(codes, vec![Some(Ok(())), Some(Err(ReplicaError::NotLeaderOrFollower))]);
     assert_eq!(purgatory.take_produce(&parked), None, "already out");
     assert_eq!(purgatory.delayed_produces(), 0);
 }
@@ -204,6 +207,6 @@ fn an_expired_produce_keeps_what_was_decided() {
     let (parked, _rx) = purgatory.watch_produce(parts);
     purgatory.on_status(&tp(0), &leader(1, 5));
     let left = purgatory.take_produce(&parked).expect("still parked");
-    assert_eq!(left[0].outcome, Some(ec::NONE));
+    assert_eq!(left[0].outcome, Some(Ok(())));
     assert_eq!(left[1].outcome, None, "times out");
 }

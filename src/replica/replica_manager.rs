@@ -14,13 +14,12 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{mpsc, watch};
 
-use super::purgatory::Purgatory;
-
+use super::error::ReplicaError;
 use super::fetcher::{FetcherConfig, FetcherManager};
 use super::partition::{IsrProposal, IsrWriteOutcome, Partition, PartitionState, StoredState};
+use super::purgatory::Purgatory;
 use crate::log::lock_order::assert_no_log_lock;
 use crate::log::log_manager::{lock, LogManager};
-use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
 
 /// One partition of a LeaderAndIsr request, already unpacked from its wire form.
@@ -30,6 +29,12 @@ pub struct LeaderAndIsrPartition {
     pub topic_id: uuid::Uuid,
     pub state: PartitionState,
 }
+
+/// LeaderAndIsr's answer for each partition: (partition, topic id, outcome).
+pub type LeaderAndIsrOutcomes = Vec<(TopicPartition, uuid::Uuid, Result<(), ReplicaError>)>;
+
+/// StopReplica's answer for each partition.
+pub type StopReplicaOutcomes = Vec<(TopicPartition, Result<(), ReplicaError>)>;
 
 /// Request-level fields of a controller request.
 #[derive(Debug, Clone, Copy)]
@@ -256,31 +261,31 @@ impl ReplicaManager {
 
     /// UpdateMetadata's check: refuses an older controller, remembers a newer one (Kafka's
     /// maybeUpdateMetadataCache).
-    pub fn observe_controller_epoch(&self, controller_epoch: i32) -> Result<(), i16> {
+    pub fn observe_controller_epoch(&self, controller_epoch: i32) -> Result<(), ReplicaError> {
         if controller_epoch < self.controller_epoch.load(Ordering::SeqCst) {
-            return Err(ec::STALE_CONTROLLER_EPOCH);
+            return Err(ReplicaError::StaleControllerEpoch);
         }
         self.controller_epoch.fetch_max(controller_epoch, Ordering::SeqCst);
         Ok(())
     }
 
     /// Refuses requests from an older controller or for an older incarnation of this broker.
-    fn check_epochs(&self, epochs: ControllerRequestEpochs) -> Result<(), i16> {
+    fn check_epochs(&self, epochs: ControllerRequestEpochs) -> Result<(), ReplicaError> {
         let known = self.controller_epoch.load(Ordering::SeqCst);
         if epochs.controller_epoch < known {
-            return Err(ec::STALE_CONTROLLER_EPOCH);
+            return Err(ReplicaError::StaleControllerEpoch);
         }
         let ours = self.broker_epoch.load(Ordering::SeqCst);
         // KIP-380: -1 means the request predates broker epochs; newer ones are accepted (KAFKA-9839).
         if epochs.broker_epoch != -1 && epochs.broker_epoch < ours {
-            return Err(ec::STALE_BROKER_EPOCH);
+            return Err(ReplicaError::StaleBrokerEpoch);
         }
         self.controller_epoch
             .fetch_max(epochs.controller_epoch, Ordering::SeqCst);
         Ok(())
     }
 
-    /// Applies LeaderAndIsr: `Err(code)` for the whole request, else an error code per
+    /// Applies LeaderAndIsr: `Err` for the whole request, else an outcome per
     /// partition (Kafka's becomeLeaderOrFollower). `live_leaders` are the leaders' addresses.
     pub fn become_leader_or_follower(
         &self,
@@ -288,26 +293,26 @@ impl ReplicaManager {
         partitions: Vec<LeaderAndIsrPartition>,
         live_leaders: Vec<(BrokerId, String)>,
         now_ms: i64,
-    ) -> Result<Vec<(TopicPartition, uuid::Uuid, i16)>, i16> {
+    ) -> Result<LeaderAndIsrOutcomes, ReplicaError> {
         self.check_epochs(epochs)?;
         if self.drop_leader_and_isr.load(Ordering::SeqCst) {
             tracing::warn!(partitions = partitions.len(), "test seam: LeaderAndIsr dropped");
-            return Ok(partitions.into_iter().map(|p| (p.tp, p.topic_id, ec::NONE)).collect());
+            return Ok(partitions.into_iter().map(|p| (p.tp, p.topic_id, Ok(()))).collect());
         }
         self.update_endpoints(live_leaders);
         let mut results = Vec::with_capacity(partitions.len());
         for p in partitions {
-            let code = self.apply_partition(&p, now_ms);
+            let outcome = self.apply_partition(&p, now_ms);
             self.partition_reset(&p.tp);
-            results.push((p.tp, p.topic_id, code));
+            results.push((p.tp, p.topic_id, outcome));
         }
         self.leadership_changed();
         Ok(results)
     }
 
-    fn apply_partition(&self, p: &LeaderAndIsrPartition, now_ms: i64) -> i16 {
+    fn apply_partition(&self, p: &LeaderAndIsrPartition, now_ms: i64) -> Result<(), ReplicaError> {
         if !p.state.replicas.contains(&self.local) {
-            return ec::UNKNOWN_TOPIC_OR_PARTITION;
+            return Err(ReplicaError::UnknownTopicOrPartition);
         }
         let min_isr = self.config.min_insync_replicas;
         let partition = match self.partition(&p.tp) {
@@ -315,25 +320,20 @@ impl ReplicaManager {
                 // A replica whose log dir failed answers KAFKA_STORAGE_ERROR so the controller
                 // moves leadership elsewhere (Kafka's becomeLeaderOrFollower checks this first).
                 if self.is_offline(&existing) {
-                    return ec::KAFKA_STORAGE_ERROR;
+                    return Err(ReplicaError::KafkaStorageError);
                 }
                 if !existing.topic_id.is_nil() && !p.topic_id.is_nil() && existing.topic_id != p.topic_id {
-                    return ec::INCONSISTENT_TOPIC_ID;
+                    return Err(ReplicaError::InconsistentTopicId);
                 }
                 // Only a newer leader epoch changes anything; the same or an older one is stale.
                 if p.state.leader_epoch <= existing.leader_epoch() {
-                    return ec::STALE_CONTROLLER_EPOCH;
+                    return Err(ReplicaError::StaleControllerEpoch);
                 }
-                if let Err(e) = existing.apply(p.state.clone(), min_isr, now_ms) {
-                    return e.error_code();
-                }
+                existing.apply(p.state.clone(), min_isr, now_ms)?;
                 existing
             }
             None => {
-                let log = match self.log_manager.get_or_create_log(&p.tp, now_ms) {
-                    Ok(log) => log,
-                    Err(e) => return e.error_code(),
-                };
+                let log = self.log_manager.get_or_create_log(&p.tp, now_ms)?;
                 let hw = self
                     .checkpointed_hws
                     .lock()
@@ -348,15 +348,13 @@ impl ReplicaManager {
                     log,
                     hw,
                 ));
-                if let Err(e) = partition.apply(p.state.clone(), min_isr, now_ms) {
-                    return e.error_code();
-                }
+                partition.apply(p.state.clone(), min_isr, now_ms)?;
                 self.partitions_mut().insert(p.tp.clone(), partition.clone());
                 partition
             }
         };
         self.start_or_stop_fetching(&partition, &p.state);
-        ec::NONE
+        Ok(())
     }
 
     /// Leaders (and leaderless partitions) do not fetch; followers fetch from their leader.
@@ -508,27 +506,24 @@ impl ReplicaManager {
         &self,
         epochs: ControllerRequestEpochs,
         partitions: Vec<(TopicPartition, bool)>,
-    ) -> Result<Vec<(TopicPartition, i16)>, i16> {
+    ) -> Result<StopReplicaOutcomes, ReplicaError> {
         self.check_epochs(epochs)?;
         let tps: Vec<TopicPartition> = partitions.iter().map(|(tp, _)| tp.clone()).collect();
         self.fetchers.remove(&tps);
         let mut results = Vec::with_capacity(partitions.len());
         for (tp, delete) in partitions {
             self.partitions_mut().remove(&tp);
-            let code = if delete {
+            let outcome = if delete {
                 self.checkpointed_hws
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&tp);
-                match self.log_manager.delete_log(&tp) {
-                    Ok(()) => ec::NONE,
-                    Err(e) => e.error_code(),
-                }
+                self.log_manager.delete_log(&tp).map_err(ReplicaError::from)
             } else {
-                ec::NONE
+                Ok(())
             };
             self.purgatory.on_removed(&tp);
-            results.push((tp, code));
+            results.push((tp, outcome));
         }
         self.leadership_changed();
         Ok(results)

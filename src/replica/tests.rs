@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::error::ReplicaError;
 use super::partition::{IsrWriteOutcome, Partition, PartitionState, StoredState};
 use super::replica_manager::{ControllerRequestEpochs, LeaderAndIsrPartition, ReplicaConfig, ReplicaManager};
 use crate::log::config::LogConfig;
 use crate::log::failure::LogDirFailureChannel;
 use crate::log::file::Faults;
 use crate::log::log_manager::{lock, LogManager, LogManagerConfig};
-use crate::protocol::error_codes as ec;
 use crate::protocol::test_support::build_batch;
 use crate::types::{BrokerId, TopicPartition};
 
@@ -78,13 +78,13 @@ fn the_hw_follows_the_slowest_isr_member_and_acks_all_completes_then() {
     p.read_for_follower(BrokerId(3), 1, 0, 1 << 20, 2, 10, true)
         .expect("fetch");
     assert_eq!(p.high_watermark(), 1);
-    assert_eq!(p.check_produce_completion(1, epoch, 2), Some(ec::NONE));
+    assert_eq!(p.check_produce_completion(1, epoch, 2), Some(Ok(())));
     // A consumer sees only what is below the HW.
     assert_eq!(p.read(1, 1 << 20).expect("read").records.len(), 0);
     // Another epoch means the produce's records may be gone: never acknowledged.
     assert_eq!(
         p.check_produce_completion(1, epoch + 1, 2),
-        Some(ec::NOT_LEADER_OR_FOLLOWER)
+        Some(Err(ReplicaError::NotLeaderOrFollower))
     );
 }
 
@@ -208,7 +208,7 @@ fn high_watermarks_come_back_from_the_checkpoint_at_start_up() {
     let results = rm
         .become_leader_or_follower(epochs, vec![lai], Vec::new(), 0)
         .expect("lai");
-    assert_eq!(results[0].2, ec::NONE);
+    assert_eq!(results[0].2, Ok(()));
     let p = rm.partition(&tp()).expect("hosted");
     assert_eq!(p.high_watermark(), 7);
     assert!(!p.is_leader());
@@ -225,11 +225,11 @@ fn acks_all_fails_after_append_when_the_isr_falls_below_the_minimum_while_waitin
     p.complete_isr_update(&shrink, IsrWriteOutcome::Written { zk_version: 1 }, 2);
     assert_eq!(
         p.check_produce_completion(info.last_offset + 1, epoch, 2),
-        Some(ec::NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+        Some(Err(ReplicaError::NotEnoughReplicasAfterAppend))
     );
     assert_eq!(
         p.append_as_leader(&record(), -1, 2, 0).err(),
-        Some(ec::NOT_ENOUGH_REPLICAS)
+        Some(ReplicaError::NotEnoughReplicas)
     );
     assert_eq!(p.log_end_offset(), 1, "nothing appended below min ISR");
 }

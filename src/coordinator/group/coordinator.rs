@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch, Notify};
 
-use super::errors::{self, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR};
+use super::errors::GroupError;
 use super::state::{Effect, Group, GroupLimits, GroupState, JoinResult, SyncResult};
 use super::{loader, partition_for, schema, OFFSETS_TOPIC};
 use crate::clock::now_ms;
@@ -122,9 +122,6 @@ fn take_where<V>(map: &mut HashMap<(String, String), V>, pred: impl Fn(&str) -> 
     doomed.into_iter().filter_map(|k| map.remove_entry(&k)).collect()
 }
 
-/// A group was not found where one had to exist.
-pub(super) const NO_GROUP: i16 = errors::GROUP_ID_NOT_FOUND;
-
 #[derive(Debug)]
 pub struct GroupCoordinator {
     pub(super) config: GroupConfig,
@@ -171,28 +168,29 @@ impl GroupCoordinator {
     }
 
     /// Runs `f` on `group_id`'s group (created first when `create`), then delivers the effects.
-    /// `Err` when this broker does not own the group now, or it does not exist and `!create`.
+    /// `Err` when this broker does not own the group now, or it does not exist and `!create`
+    /// ([`GroupError::GroupIdNotFound`], which each request answers as Kafka does).
     pub(super) fn with_group<R>(
         self: &Arc<Self>,
         group_id: &str,
         create: bool,
         f: impl FnOnce(&mut Group, &mut Vec<Effect>, &mut Parked) -> R,
-    ) -> Result<R, i16> {
+    ) -> Result<R, GroupError> {
         let partition = self.partition_of(group_id);
         let mut guard = self.lock();
         let Inner { slots, parked, .. } = &mut *guard;
         let groups = match slots.get_mut(&partition) {
-            None => return Err(NOT_COORDINATOR),
-            Some(Slot::Loading { .. }) => return Err(COORDINATOR_LOAD_IN_PROGRESS),
+            None => return Err(GroupError::NotCoordinator),
+            Some(Slot::Loading { .. }) => return Err(GroupError::CoordinatorLoadInProgress),
             Some(Slot::Loaded { groups, .. }) => groups,
         };
         if !groups.contains_key(group_id) {
             if !create {
-                return Err(NO_GROUP);
+                return Err(GroupError::GroupIdNotFound);
             }
             groups.insert(group_id.to_string(), Group::new(group_id, now_ms()));
         }
-        let group = groups.get_mut(group_id).ok_or(NO_GROUP)?;
+        let group = groups.get_mut(group_id).ok_or(GroupError::GroupIdNotFound)?;
         let mut effects = Vec::new();
         let out = f(group, &mut effects, parked);
         // A request that created nothing lasting (a refused join) leaves no group behind.
@@ -223,8 +221,8 @@ impl GroupCoordinator {
                     let me = self.clone();
                     let group_id = group_id.to_string();
                     tokio::spawn(async move {
-                        if let Err(code) = me.store_group(&group_id).await {
-                            tracing::warn!(group = %group_id, code, "storing the group's metadata failed");
+                        if let Err(e) = me.store_group(&group_id).await {
+                            tracing::warn!(group = %group_id, error = %e, "storing the group's metadata failed");
                         }
                     });
                 }
@@ -233,13 +231,13 @@ impl GroupCoordinator {
     }
 
     /// Writes the group's current record (whatever its state is when the write starts).
-    pub(super) async fn store_group(self: &Arc<Self>, group_id: &str) -> Result<(), i16> {
+    pub(super) async fn store_group(self: &Arc<Self>, group_id: &str) -> Result<(), GroupError> {
         let partition = self.partition_of(group_id);
         let record = {
             let inner = self.lock();
             match inner.slots.get(&partition) {
                 Some(Slot::Loaded { groups, .. }) => groups.get(group_id).map(|g| schema::group_value(&g.to_stored())),
-                _ => return Err(NOT_COORDINATOR),
+                _ => return Err(GroupError::NotCoordinator),
             }
         };
         let Some(value) = record else { return Ok(()) };
@@ -250,7 +248,11 @@ impl GroupCoordinator {
     /// Appends records to an offsets partition as its leader and waits until they are
     /// replicated (`offsets.commit.required.acks` = -1) or the commit timeout passes. Errors
     /// are already mapped for group clients.
-    pub(super) async fn write(&self, partition: i32, records: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<(), i16> {
+    pub(super) async fn write(
+        &self,
+        partition: i32,
+        records: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ) -> Result<(), GroupError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -260,7 +262,7 @@ impl GroupCoordinator {
             partition,
         };
         if rm.partition(&tp).is_none() {
-            return Err(NOT_COORDINATOR);
+            return Err(GroupError::NotCoordinator);
         }
         let kv: Vec<KeyValue<'_>> = records
             .iter()
@@ -278,10 +280,10 @@ impl GroupCoordinator {
                 vec![entry],
             )
             .await;
-        match results.first().map(|r| r.error) {
-            Some(errors::NONE) => Ok(()),
-            Some(code) => Err(errors::for_store_error(code)),
-            None => Err(errors::COORDINATOR_NOT_AVAILABLE),
+        match results.into_iter().next().map(|r| r.error) {
+            Some(None) => Ok(()),
+            Some(Some(e)) => Err(GroupError::from_store(e)),
+            None => Err(GroupError::CoordinatorNotAvailable),
         }
     }
 
@@ -316,10 +318,10 @@ impl GroupCoordinator {
         }
         let orphaned = |g: &str| dropped.contains(&partition_for(g, n));
         for ((_, member), tx) in take_where(&mut inner.parked.joins, orphaned) {
-            let _ = tx.send(JoinResult::error(NOT_COORDINATOR, &member));
+            let _ = tx.send(JoinResult::error(GroupError::NotCoordinator, &member));
         }
         for (_, tx) in take_where(&mut inner.parked.syncs, orphaned) {
-            let _ = tx.send(SyncResult::error(NOT_COORDINATOR));
+            let _ = tx.send(SyncResult::error(GroupError::NotCoordinator));
         }
         for (p, epoch) in led {
             if inner.slots.contains_key(&p) {
@@ -422,8 +424,8 @@ impl GroupCoordinator {
             }
             let me = self.clone();
             tokio::spawn(async move {
-                if let Err(code) = me.write(partition, records).await {
-                    tracing::warn!(%group, code, "writing tombstones for expired offsets failed");
+                if let Err(e) = me.write(partition, records).await {
+                    tracing::warn!(%group, error = %e, "writing tombstones for expired offsets failed");
                 }
             });
         }

@@ -4,7 +4,7 @@
 //! plus the effects for other members.
 //! The rules and error codes are those of Kafka 3.9's `GroupCoordinator`.
 
-use super::errors::*;
+use super::errors::GroupError;
 use super::state::{Effect, Group, GroupLimits, GroupState, JoinResult, Member, SyncResult};
 
 /// A JoinGroup request, decoded.
@@ -90,17 +90,17 @@ impl Group {
 
     /// JoinGroup (Kafka's `handleJoinGroup`).
     pub fn join(&mut self, req: JoinRequest, now: i64, limits: &GroupLimits, effects: &mut Vec<Effect>) -> JoinOutcome {
-        let fail = |code: i16, id: &str| JoinOutcome::Now(JoinResult::error(code, id));
+        let fail = |error: GroupError, id: &str| JoinOutcome::Now(JoinResult::error(error, id));
         if req.session_timeout_ms < limits.min_session_timeout_ms
             || req.session_timeout_ms > limits.max_session_timeout_ms
         {
-            return fail(INVALID_SESSION_TIMEOUT, &req.member_id);
+            return fail(GroupError::InvalidSessionTimeout, &req.member_id);
         }
         if self.is(GroupState::Dead) {
-            return fail(COORDINATOR_NOT_AVAILABLE, &req.member_id);
+            return fail(GroupError::CoordinatorNotAvailable, &req.member_id);
         }
         if !self.supports_protocols(&req.protocol_type, &req.protocols) {
-            return fail(INCONSISTENT_GROUP_PROTOCOL, &req.member_id);
+            return fail(GroupError::InconsistentGroupProtocol, &req.member_id);
         }
         if req.member_id.is_empty() {
             self.join_unknown(req, now, limits, effects)
@@ -121,14 +121,14 @@ impl Group {
             return self.replace_static_member(&old_id, req, now, limits, effects);
         }
         if self.members.len() >= limits.max_size {
-            return JoinOutcome::Now(JoinResult::error(GROUP_MAX_SIZE_REACHED, ""));
+            return JoinOutcome::Now(JoinResult::error(GroupError::GroupMaxSizeReached, ""));
         }
         let member_id = new_member_id(&req.client_id, instance.as_deref());
         if req.require_known_member_id && instance.is_none() {
             // KIP-394: hand out the id; the member must come back with it.
             let deadline = now + i64::from(req.session_timeout_ms);
             self.pending_members.insert(member_id.clone(), deadline);
-            return JoinOutcome::Now(JoinResult::error(MEMBER_ID_REQUIRED, &member_id));
+            return JoinOutcome::Now(JoinResult::error(GroupError::MemberIdRequired, &member_id));
         }
         self.add_member_and_rebalance(member_id, req, now, limits, effects)
     }
@@ -145,10 +145,10 @@ impl Group {
             return self.add_member_and_rebalance(member_id, req, now, limits, effects);
         }
         if self.fenced(&member_id, req.group_instance_id.as_deref()) {
-            return JoinOutcome::Now(JoinResult::error(FENCED_INSTANCE_ID, &member_id));
+            return JoinOutcome::Now(JoinResult::error(GroupError::FencedInstanceId, &member_id));
         }
         let Some(member) = self.members.get(&member_id) else {
-            return JoinOutcome::Now(JoinResult::error(UNKNOWN_MEMBER_ID, &member_id));
+            return JoinOutcome::Now(JoinResult::error(GroupError::UnknownMemberId, &member_id));
         };
         let unchanged = member.protocols == req.protocols;
         let is_leader = self.leader.as_deref() == Some(member_id.as_str());
@@ -173,7 +173,9 @@ impl Group {
                 self.maybe_complete_join(now, limits, effects);
                 self.parked_or_done(member_id, effects)
             }
-            GroupState::Empty | GroupState::Dead => JoinOutcome::Now(JoinResult::error(UNKNOWN_MEMBER_ID, &member_id)),
+            GroupState::Empty | GroupState::Dead => {
+                JoinOutcome::Now(JoinResult::error(GroupError::UnknownMemberId, &member_id))
+            }
         }
     }
 
@@ -191,20 +193,20 @@ impl Group {
         effects: &mut Vec<Effect>,
     ) -> JoinOutcome {
         let Some(old) = self.members.remove(old_id) else {
-            return JoinOutcome::Now(JoinResult::error(UNKNOWN_MEMBER_ID, ""));
+            return JoinOutcome::Now(JoinResult::error(GroupError::UnknownMemberId, ""));
         };
         let current_leader = self.leader.clone();
         let new_id = new_member_id(&req.client_id, req.group_instance_id.as_deref());
         if old.awaiting_join {
             effects.push(Effect::JoinDone {
                 member_id: old_id.to_string(),
-                result: JoinResult::error(FENCED_INSTANCE_ID, old_id),
+                result: JoinResult::error(GroupError::FencedInstanceId, old_id),
             });
         }
         if old.awaiting_sync {
             effects.push(Effect::SyncDone {
                 member_id: old_id.to_string(),
-                result: SyncResult::error(FENCED_INSTANCE_ID),
+                result: SyncResult::error(GroupError::FencedInstanceId),
             });
         }
         let mut member = old.clone();
@@ -257,10 +259,15 @@ impl Group {
     }
 
     /// The group record written for a static member's rejoin (`JoinOutcome::Store`) was stored
-    /// (`Ok`) or not (`Err(code)`): the parked JoinGroup gets the current generation, or the
+    /// (`Ok`) or not (`Err`): the parked JoinGroup gets the current generation, or the
     /// replacement is undone and it gets the error. Nothing happens if a rebalance took the
     /// request over meanwhile (it answers it) or the member was replaced again.
-    pub fn static_member_stored(&mut self, rejoin: &StaticRejoin, outcome: Result<(), i16>, now: i64) -> Vec<Effect> {
+    pub fn static_member_stored(
+        &mut self,
+        rejoin: &StaticRejoin,
+        outcome: Result<(), GroupError>,
+        now: i64,
+    ) -> Vec<Effect> {
         let id = rejoin.new_member_id.clone();
         let waiting = self.is(GroupState::Stable) && self.members.get(&id).is_some_and(|m| m.awaiting_join);
         if !waiting {
@@ -284,8 +291,8 @@ impl Group {
                 leader: rejoin.old_leader.clone().unwrap_or_default(),
                 ..self.current_join_result(&id, false)
             },
-            Err(code) => {
-                tracing::warn!(group = %self.id, code, "storing a static member's rejoin failed; undone");
+            Err(error) => {
+                tracing::warn!(group = %self.id, %error, "storing a static member's rejoin failed; undone");
                 self.members.remove(&id);
                 let mut old = rejoin.old.clone();
                 old.heartbeat_deadline = now + i64::from(old.session_timeout_ms);
@@ -297,7 +304,7 @@ impl Group {
                 }
                 self.members.insert(old.member_id.clone(), old);
                 JoinResult {
-                    error: code,
+                    error: Some(error),
                     generation: self.generation,
                     protocol_type: self.protocol_type.clone(),
                     protocol_name: self.protocol.clone(),
@@ -386,7 +393,7 @@ impl Group {
     fn current_join_result(&self, member_id: &str, with_members: bool) -> JoinResult {
         let protocol = self.protocol.clone().unwrap_or_default();
         JoinResult {
-            error: NONE,
+            error: None,
             generation: self.generation,
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol.clone(),
@@ -410,31 +417,31 @@ impl Group {
         }
     }
 
-    /// Checks a request from a member of the current generation: `Err(code)` when it is not.
-    fn check_member(&self, member_id: &str, instance: Option<&str>, generation: i32) -> Result<(), i16> {
+    /// Checks a request from a member of the current generation: `Err` when it is not.
+    fn check_member(&self, member_id: &str, instance: Option<&str>, generation: i32) -> Result<(), GroupError> {
         if self.fenced(member_id, instance) {
-            return Err(FENCED_INSTANCE_ID);
+            return Err(GroupError::FencedInstanceId);
         }
         if !self.members.contains_key(member_id) {
-            return Err(UNKNOWN_MEMBER_ID);
+            return Err(GroupError::UnknownMemberId);
         }
         if generation != self.generation {
-            return Err(ILLEGAL_GENERATION);
+            return Err(GroupError::IllegalGeneration);
         }
         Ok(())
     }
 
     /// SyncGroup (Kafka's `handleSyncGroup`).
     pub fn sync(&mut self, req: SyncRequest, now: i64) -> SyncOutcome {
-        let fail = |code| SyncOutcome::Now(SyncResult::error(code));
+        let fail = |error| SyncOutcome::Now(SyncResult::error(error));
         if self.is(GroupState::Dead) {
-            return fail(COORDINATOR_NOT_AVAILABLE);
+            return fail(GroupError::CoordinatorNotAvailable);
         }
         if self.is(GroupState::Empty) {
-            return fail(UNKNOWN_MEMBER_ID);
+            return fail(GroupError::UnknownMemberId);
         }
-        if let Err(code) = self.check_member(&req.member_id, req.group_instance_id.as_deref(), req.generation) {
-            return fail(code);
+        if let Err(error) = self.check_member(&req.member_id, req.group_instance_id.as_deref(), req.generation) {
+            return fail(error);
         }
         let type_mismatch = req
             .protocol_type
@@ -445,11 +452,11 @@ impl Group {
             .as_ref()
             .is_some_and(|n| Some(n) != self.protocol.as_ref());
         if type_mismatch || name_mismatch {
-            return fail(INCONSISTENT_GROUP_PROTOCOL);
+            return fail(GroupError::InconsistentGroupProtocol);
         }
         self.touch(&req.member_id, now);
         match self.state {
-            GroupState::PreparingRebalance => fail(REBALANCE_IN_PROGRESS),
+            GroupState::PreparingRebalance => fail(GroupError::RebalanceInProgress),
             GroupState::CompletingRebalance => {
                 if let Some(m) = self.members.get_mut(&req.member_id) {
                     m.awaiting_sync = true;
@@ -470,13 +477,13 @@ impl Group {
                 }
             }
             GroupState::Stable => SyncOutcome::Now(self.sync_result(&req.member_id)),
-            GroupState::Empty | GroupState::Dead => fail(UNKNOWN_MEMBER_ID),
+            GroupState::Empty | GroupState::Dead => fail(GroupError::UnknownMemberId),
         }
     }
 
     fn sync_result(&self, member_id: &str) -> SyncResult {
         SyncResult {
-            error: NONE,
+            error: None,
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol.clone(),
             assignment: self
@@ -487,13 +494,13 @@ impl Group {
         }
     }
 
-    /// The group record of `generation` was written (`Ok`) or not (`Err(code)`): the group
+    /// The group record of `generation` was written (`Ok`) or not (`Err`): the group
     /// becomes Stable and every parked SyncGroup gets its assignment, or they all fail and the
     /// group rebalances. Nothing happens if the group moved on meanwhile.
     pub fn assignment_stored(
         &mut self,
         generation: i32,
-        outcome: Result<(), i16>,
+        outcome: Result<(), GroupError>,
         now: i64,
         limits: &GroupLimits,
     ) -> Vec<Effect> {
@@ -521,8 +528,8 @@ impl Group {
                     effects.push(Effect::SyncDone { member_id: id, result });
                 }
             }
-            Err(code) => {
-                self.reset_syncs(code, now, &mut effects);
+            Err(error) => {
+                self.reset_syncs(error, now, &mut effects);
                 self.prepare_rebalance(now, limits, &mut effects);
                 self.maybe_complete_join(now, limits, &mut effects);
             }
@@ -531,20 +538,24 @@ impl Group {
     }
 
     /// Heartbeat (Kafka's `handleHeartbeat`).
-    pub fn heartbeat(&mut self, member_id: &str, instance: Option<&str>, generation: i32, now: i64) -> i16 {
+    pub fn heartbeat(
+        &mut self,
+        member_id: &str,
+        instance: Option<&str>,
+        generation: i32,
+        now: i64,
+    ) -> Result<(), GroupError> {
         match self.state {
-            GroupState::Dead => return COORDINATOR_NOT_AVAILABLE,
-            GroupState::Empty => return UNKNOWN_MEMBER_ID,
+            GroupState::Dead => return Err(GroupError::CoordinatorNotAvailable),
+            GroupState::Empty => return Err(GroupError::UnknownMemberId),
             _ => {}
         }
-        if let Err(code) = self.check_member(member_id, instance, generation) {
-            return code;
-        }
+        self.check_member(member_id, instance, generation)?;
         self.touch(member_id, now);
         if self.is(GroupState::PreparingRebalance) {
-            REBALANCE_IN_PROGRESS
+            Err(GroupError::RebalanceInProgress)
         } else {
-            NONE
+            Ok(())
         }
     }
 
@@ -556,27 +567,27 @@ impl Group {
         now: i64,
         limits: &GroupLimits,
         effects: &mut Vec<Effect>,
-    ) -> i16 {
+    ) -> Result<(), GroupError> {
         if self.is(GroupState::Dead) {
-            return COORDINATOR_NOT_AVAILABLE;
+            return Err(GroupError::CoordinatorNotAvailable);
         }
         let id = match instance {
             Some(i) => match self.static_members.get(i) {
                 Some(known) if member_id.is_empty() || known == member_id => known.clone(),
-                Some(_) => return FENCED_INSTANCE_ID,
-                None => return UNKNOWN_MEMBER_ID,
+                Some(_) => return Err(GroupError::FencedInstanceId),
+                None => return Err(GroupError::UnknownMemberId),
             },
             None => member_id.to_string(),
         };
         if self.pending_members.remove(&id).is_some() {
             self.maybe_complete_join(now, limits, effects);
-            return NONE;
+            return Ok(());
         }
         if !self.members.contains_key(&id) {
-            return UNKNOWN_MEMBER_ID;
+            return Err(GroupError::UnknownMemberId);
         }
         self.member_left(&id, now, limits, effects);
-        NONE
+        Ok(())
     }
 
     /// Whether an OffsetCommit from this member may go ahead (Kafka's `handleCommitOffsets`):
@@ -587,16 +598,16 @@ impl Group {
         instance: Option<&str>,
         generation: i32,
         now: i64,
-    ) -> Result<(), i16> {
+    ) -> Result<(), GroupError> {
         if self.is(GroupState::Dead) {
-            return Err(COORDINATOR_NOT_AVAILABLE);
+            return Err(GroupError::CoordinatorNotAvailable);
         }
         if generation < 0 && self.is(GroupState::Empty) {
             return Ok(());
         }
         self.check_member(member_id, instance, generation)?;
         if self.is(GroupState::CompletingRebalance) {
-            return Err(REBALANCE_IN_PROGRESS);
+            return Err(GroupError::RebalanceInProgress);
         }
         self.touch(member_id, now);
         Ok(())

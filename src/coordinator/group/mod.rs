@@ -6,6 +6,8 @@
 //! - `state`, `membership`, `expiry`: one group's state machine, pure (takes `now`).
 //! - `coordinator`: ownership of offsets partitions, parked requests, timers, writes.
 //! - `loader`: reading an offsets partition back into groups when its leadership arrives.
+//! - `errors`: [`errors::GroupError`], why a request is refused, and its one mapping to Kafka codes
+//!   (made into codes only where `server::apis` builds the responses).
 
 pub mod coordinator;
 pub mod errors;

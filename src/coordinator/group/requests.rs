@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
-use super::coordinator::{GroupCoordinator, Slot, NO_GROUP};
-use super::errors::*;
+use super::coordinator::{GroupCoordinator, Slot};
+use super::errors::GroupError;
 use super::membership::{JoinOutcome, JoinRequest, SyncOutcome, SyncRequest};
 use super::schema::{self, OffsetValue};
 use super::state::{GroupState, JoinResult, Member, SyncResult};
@@ -43,7 +43,7 @@ impl GroupCoordinator {
     /// JoinGroup: answered at once, or when the rebalance completes.
     pub async fn join(self: &Arc<Self>, group_id: &str, req: JoinRequest) -> JoinResult {
         if !valid_group_id(group_id) {
-            return JoinResult::error(INVALID_GROUP_ID, &req.member_id);
+            return JoinResult::error(GroupError::InvalidGroupId, &req.member_id);
         }
         let known_member = !req.member_id.is_empty();
         let (tx, rx) = oneshot::channel();
@@ -52,7 +52,7 @@ impl GroupCoordinator {
             let out = g.join(req, now_ms(), &limits, effects);
             if let JoinOutcome::Parked { member_id } | JoinOutcome::Store { member_id, .. } = &out {
                 if let Some(old) = parked.joins.insert((g.id.clone(), member_id.clone()), tx) {
-                    let _ = old.send(JoinResult::error(REBALANCE_IN_PROGRESS, member_id));
+                    let _ = old.send(JoinResult::error(GroupError::RebalanceInProgress, member_id));
                 }
             }
             out
@@ -61,7 +61,7 @@ impl GroupCoordinator {
             Ok(JoinOutcome::Now(r)) => r,
             Ok(JoinOutcome::Parked { member_id }) => rx
                 .await
-                .unwrap_or_else(|_| JoinResult::error(NOT_COORDINATOR, &member_id)),
+                .unwrap_or_else(|_| JoinResult::error(GroupError::NotCoordinator, &member_id)),
             Ok(JoinOutcome::Store { member_id, rejoin }) => {
                 // The new member id must be in __consumer_offsets before the member uses it.
                 let stored = self.store_group(group_id).await;
@@ -69,17 +69,17 @@ impl GroupCoordinator {
                     effects.extend(g.static_member_stored(&rejoin, stored, now_ms()));
                 });
                 rx.await
-                    .unwrap_or_else(|_| JoinResult::error(NOT_COORDINATOR, &member_id))
+                    .unwrap_or_else(|_| JoinResult::error(GroupError::NotCoordinator, &member_id))
             }
-            Err(NO_GROUP) => JoinResult::error(UNKNOWN_MEMBER_ID, ""),
-            Err(code) => JoinResult::error(code, ""),
+            Err(GroupError::GroupIdNotFound) => JoinResult::error(GroupError::UnknownMemberId, ""),
+            Err(error) => JoinResult::error(error, ""),
         }
     }
 
     /// SyncGroup: followers wait for the leader; the leader's assignment is stored first.
     pub async fn sync(self: &Arc<Self>, group_id: &str, req: SyncRequest) -> SyncResult {
         if !valid_group_id(group_id) {
-            return SyncResult::error(INVALID_GROUP_ID);
+            return SyncResult::error(GroupError::InvalidGroupId);
         }
         let member_id = req.member_id.clone();
         let (tx, rx) = oneshot::channel();
@@ -88,7 +88,7 @@ impl GroupCoordinator {
             let out = g.sync(req, now_ms());
             if matches!(out, SyncOutcome::Parked | SyncOutcome::Store { .. }) {
                 if let Some(old) = parked.syncs.insert(key, tx) {
-                    let _ = old.send(SyncResult::error(REBALANCE_IN_PROGRESS));
+                    let _ = old.send(SyncResult::error(GroupError::RebalanceInProgress));
                 }
             }
             out
@@ -103,10 +103,11 @@ impl GroupCoordinator {
                     effects.extend(g.assignment_stored(generation, stored, now_ms(), &limits));
                 });
             }
-            Err(NO_GROUP) => return SyncResult::error(UNKNOWN_MEMBER_ID),
-            Err(code) => return SyncResult::error(code),
+            Err(GroupError::GroupIdNotFound) => return SyncResult::error(GroupError::UnknownMemberId),
+            Err(error) => return SyncResult::error(error),
         }
-        rx.await.unwrap_or_else(|_| SyncResult::error(NOT_COORDINATOR))
+        rx.await
+            .unwrap_or_else(|_| SyncResult::error(GroupError::NotCoordinator))
     }
 
     pub fn heartbeat(
@@ -115,18 +116,22 @@ impl GroupCoordinator {
         member_id: &str,
         instance: Option<&str>,
         generation: i32,
-    ) -> i16 {
+    ) -> Result<(), GroupError> {
         match self.with_group(group_id, false, |g, _, _| {
             g.heartbeat(member_id, instance, generation, now_ms())
         }) {
-            Ok(code) => code,
-            Err(NO_GROUP) => UNKNOWN_MEMBER_ID,
-            Err(code) => code,
+            Ok(answer) => answer,
+            Err(GroupError::GroupIdNotFound) => Err(GroupError::UnknownMemberId),
+            Err(error) => Err(error),
         }
     }
 
     /// LeaveGroup for several members (v3+ batches them): an error per member.
-    pub fn leave(self: &Arc<Self>, group_id: &str, members: &[(String, Option<String>)]) -> Result<Vec<i16>, i16> {
+    pub fn leave(
+        self: &Arc<Self>,
+        group_id: &str,
+        members: &[(String, Option<String>)],
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
         let limits = self.config.limits;
         match self.with_group(group_id, false, |g, effects, _| {
             members
@@ -134,7 +139,7 @@ impl GroupCoordinator {
                 .map(|(m, i)| g.leave(m, i.as_deref(), now_ms(), &limits, effects))
                 .collect()
         }) {
-            Err(NO_GROUP) => Err(UNKNOWN_MEMBER_ID),
+            Err(GroupError::GroupIdNotFound) => Err(GroupError::UnknownMemberId),
             other => other,
         }
     }
@@ -148,30 +153,30 @@ impl GroupCoordinator {
         generation: i32,
         entries: Vec<CommitEntry>,
         retention_ms: Option<i64>,
-    ) -> Result<Vec<i16>, i16> {
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
         if !valid_group_id(group_id) {
-            return Err(INVALID_GROUP_ID);
+            return Err(GroupError::InvalidGroupId);
         }
         match self.with_group(group_id, false, |g, _, _| {
             g.check_commit(member_id, instance, generation, now_ms())
         }) {
             Ok(Ok(())) => {}
-            Ok(Err(code)) => return Err(code),
-            Err(NO_GROUP) if generation < 0 => {}
-            Err(NO_GROUP) => return Err(ILLEGAL_GENERATION),
-            Err(code) => return Err(code),
+            Ok(Err(error)) => return Err(error),
+            Err(GroupError::GroupIdNotFound) if generation < 0 => {}
+            Err(GroupError::GroupIdNotFound) => return Err(GroupError::IllegalGeneration),
+            Err(error) => return Err(error),
         }
         let now = now_ms();
-        let mut codes = Vec::with_capacity(entries.len());
+        let mut answers = Vec::with_capacity(entries.len());
         let mut records = Vec::new();
         let mut values = Vec::new();
         for e in &entries {
             let metadata = e.metadata.clone().unwrap_or_default();
             if metadata.len() > self.config.max_metadata_size {
-                codes.push(OFFSET_METADATA_TOO_LARGE);
+                answers.push(Err(GroupError::OffsetMetadataTooLarge));
                 continue;
             }
-            codes.push(NONE);
+            answers.push(Ok(()));
             let value = OffsetValue {
                 offset: e.offset,
                 leader_epoch: e.leader_epoch,
@@ -186,11 +191,11 @@ impl GroupCoordinator {
             values.push(((e.topic.clone(), e.partition), value));
         }
         let partition = self.partition_of(group_id);
-        if let Err(code) = self.write(partition, records).await {
-            return Ok(codes.iter().map(|c| if *c == NONE { code } else { *c }).collect());
+        if let Err(error) = self.write(partition, records).await {
+            return Ok(answers.into_iter().map(|c| c.and(Err(error.clone()))).collect());
         }
         self.with_group(group_id, true, |g, _, _| g.offsets.extend(values))?;
-        Ok(codes)
+        Ok(answers)
     }
 
     /// OffsetFetch: the committed offset of each asked partition (`None` = all the group has).
@@ -198,7 +203,7 @@ impl GroupCoordinator {
         self: &Arc<Self>,
         group_id: &str,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> Result<Vec<(String, i32, Option<OffsetValue>)>, i16> {
+    ) -> Result<Vec<(String, i32, Option<OffsetValue>)>, GroupError> {
         let result = self.with_group(group_id, false, |g, _, _| match &partitions {
             Some(ps) => ps
                 .iter()
@@ -211,7 +216,7 @@ impl GroupCoordinator {
                 .collect(),
         });
         match result {
-            Err(NO_GROUP) => Ok(partitions
+            Err(GroupError::GroupIdNotFound) => Ok(partitions
                 .unwrap_or_default()
                 .into_iter()
                 .map(|(t, p)| (t, p, None))
@@ -221,12 +226,12 @@ impl GroupCoordinator {
     }
 
     /// ListGroups: every group this broker coordinates, optionally only in `states`.
-    pub fn list_groups(&self, states: &[GroupState]) -> Result<Vec<(String, String, GroupState)>, i16> {
+    pub fn list_groups(&self, states: &[GroupState]) -> Result<Vec<(String, String, GroupState)>, GroupError> {
         let inner = self.lock();
         let mut out = Vec::new();
         for slot in inner.slots.values() {
             match slot {
-                Slot::Loading { .. } => return Err(COORDINATOR_LOAD_IN_PROGRESS),
+                Slot::Loading { .. } => return Err(GroupError::CoordinatorLoadInProgress),
                 Slot::Loaded { groups, .. } => out.extend(
                     groups
                         .values()
@@ -239,7 +244,7 @@ impl GroupCoordinator {
     }
 
     /// DescribeGroups for one group (a group it does not know is reported Dead).
-    pub fn describe(self: &Arc<Self>, group_id: &str) -> Result<GroupSummary, i16> {
+    pub fn describe(self: &Arc<Self>, group_id: &str) -> Result<GroupSummary, GroupError> {
         let result = self.with_group(group_id, false, |g, _, _| {
             let protocol = g.protocol.clone().unwrap_or_default();
             let stable = g.is(GroupState::Stable);
@@ -262,7 +267,7 @@ impl GroupCoordinator {
             }
         });
         match result {
-            Err(NO_GROUP) => Ok(GroupSummary {
+            Err(GroupError::GroupIdNotFound) => Ok(GroupSummary {
                 state: GroupState::Dead.name().to_string(),
                 ..Default::default()
             }),
@@ -271,16 +276,16 @@ impl GroupCoordinator {
     }
 
     /// DeleteGroups: only empty groups; their offsets and record are tombstoned.
-    pub async fn delete_group(self: &Arc<Self>, group_id: &str) -> i16 {
+    pub async fn delete_group(self: &Arc<Self>, group_id: &str) -> Result<(), GroupError> {
         let doomed = self.with_group(group_id, false, |g, _, _| {
             if !(g.is(GroupState::Empty) || g.is(GroupState::Dead)) {
-                return Err(NON_EMPTY_GROUP);
+                return Err(GroupError::NonEmptyGroup);
             }
             Ok(g.offsets.keys().cloned().collect::<Vec<_>>())
         });
         let offsets = match doomed {
             Ok(Ok(offsets)) => offsets,
-            Ok(Err(code)) | Err(code) => return code,
+            Ok(Err(error)) | Err(error) => return Err(error),
         };
         let mut records: Vec<(Vec<u8>, Option<Vec<u8>>)> = offsets
             .iter()
@@ -288,9 +293,7 @@ impl GroupCoordinator {
             .collect();
         records.push((schema::group_key(group_id), None));
         let partition = self.partition_of(group_id);
-        if let Err(code) = self.write(partition, records).await {
-            return code;
-        }
+        self.write(partition, records).await?;
         if let Some(Slot::Loaded { groups, .. }) = self.lock().slots.get_mut(&partition) {
             if groups
                 .get(group_id)
@@ -300,7 +303,7 @@ impl GroupCoordinator {
             }
         }
         tracing::info!(group = %group_id, offsets = offsets.len(), "group deleted");
-        NONE
+        Ok(())
     }
 
     /// OffsetDelete: the group must be empty or not subscribed to the partitions' topics.
@@ -308,10 +311,10 @@ impl GroupCoordinator {
         self: &Arc<Self>,
         group_id: &str,
         partitions: Vec<(String, i32)>,
-    ) -> Result<Vec<i16>, i16> {
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
         let subscribed = self.with_group(group_id, false, |g, _, _| {
             if g.is(GroupState::Dead) {
-                return Err(GROUP_ID_NOT_FOUND);
+                return Err(GroupError::GroupIdNotFound);
             }
             if g.protocol_type.as_deref() == Some("consumer") && !g.is(GroupState::Empty) {
                 let protocol = g.protocol.clone().unwrap_or_default();
@@ -324,31 +327,29 @@ impl GroupCoordinator {
                 return Ok(topics);
             }
             if !g.is(GroupState::Empty) {
-                return Err(NON_EMPTY_GROUP);
+                return Err(GroupError::NonEmptyGroup);
             }
             Ok(Some(BTreeSet::new()))
         });
         let subscribed = match subscribed {
             Ok(Ok(Some(s))) => s,
-            Ok(Ok(None)) => return Err(NON_EMPTY_GROUP),
-            Ok(Err(code)) => return Err(code),
-            Err(NO_GROUP) => return Err(GROUP_ID_NOT_FOUND),
-            Err(code) => return Err(code),
+            Ok(Ok(None)) => return Err(GroupError::NonEmptyGroup),
+            Ok(Err(error)) | Err(error) => return Err(error),
         };
-        let codes: Vec<i16> = partitions
+        let answers: Vec<Result<(), GroupError>> = partitions
             .iter()
             .map(|(t, _)| {
                 if subscribed.contains(t) {
-                    GROUP_SUBSCRIBED_TO_TOPIC
+                    Err(GroupError::GroupSubscribedToTopic)
                 } else {
-                    NONE
+                    Ok(())
                 }
             })
             .collect();
         let doomed: Vec<(String, i32)> = partitions
             .iter()
-            .zip(&codes)
-            .filter(|(_, c)| **c == NONE)
+            .zip(&answers)
+            .filter(|(_, c)| c.is_ok())
             .map(|(k, _)| k.clone())
             .collect();
         let records = doomed
@@ -362,6 +363,6 @@ impl GroupCoordinator {
             }
         })
         .ok();
-        Ok(codes)
+        Ok(answers)
     }
 }

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use super::errors;
+use super::errors::GroupError;
 use super::schema::{GroupValue, OffsetValue, StoredMember};
 
 /// Kafka's group states, with the names DescribeGroups and ListGroups report.
@@ -116,7 +116,8 @@ impl Default for GroupLimits {
 /// What JoinGroup answers.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct JoinResult {
-    pub error: i16,
+    /// None: joined.
+    pub error: Option<GroupError>,
     pub generation: i32,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
@@ -128,9 +129,9 @@ pub struct JoinResult {
 }
 
 impl JoinResult {
-    pub fn error(error: i16, member_id: &str) -> Self {
+    pub fn error(error: GroupError, member_id: &str) -> Self {
         JoinResult {
-            error,
+            error: Some(error),
             generation: -1,
             member_id: member_id.to_string(),
             ..Default::default()
@@ -141,16 +142,17 @@ impl JoinResult {
 /// What SyncGroup answers.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SyncResult {
-    pub error: i16,
+    /// None: synced.
+    pub error: Option<GroupError>,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
     pub assignment: Vec<u8>,
 }
 
 impl SyncResult {
-    pub fn error(error: i16) -> Self {
+    pub fn error(error: GroupError) -> Self {
         SyncResult {
-            error,
+            error: Some(error),
             ..Default::default()
         }
     }
@@ -344,7 +346,7 @@ impl Group {
     /// REBALANCE_IN_PROGRESS; an empty group waits `group.initial.rebalance.delay.ms` first.
     pub(super) fn prepare_rebalance(&mut self, now: i64, limits: &GroupLimits, effects: &mut Vec<Effect>) {
         if self.is(GroupState::CompletingRebalance) {
-            self.reset_syncs(errors::REBALANCE_IN_PROGRESS, now, effects);
+            self.reset_syncs(GroupError::RebalanceInProgress, now, effects);
         }
         let timeout = self.max_rebalance_timeout();
         if self.is(GroupState::Empty) {
@@ -366,7 +368,7 @@ impl Group {
 
     /// Fails every parked SyncGroup and clears assignments (Kafka's `resetAndPropagateAssignmentError`);
     /// the members answered start a new session.
-    pub(super) fn reset_syncs(&mut self, error: i16, now: i64, effects: &mut Vec<Effect>) {
+    pub(super) fn reset_syncs(&mut self, error: GroupError, now: i64, effects: &mut Vec<Effect>) {
         for m in self.members.values_mut() {
             m.assignment.clear();
             if m.awaiting_sync {
@@ -374,7 +376,7 @@ impl Group {
                 m.heartbeat_deadline = now + i64::from(m.session_timeout_ms);
                 effects.push(Effect::SyncDone {
                     member_id: m.member_id.clone(),
-                    result: SyncResult::error(error),
+                    result: SyncResult::error(error.clone()),
                 });
             }
         }
@@ -460,7 +462,7 @@ impl Group {
             effects.push(Effect::JoinDone {
                 member_id: m.member_id.clone(),
                 result: JoinResult {
-                    error: 0,
+                    error: None,
                     generation: self.generation,
                     protocol_type: self.protocol_type.clone(),
                     protocol_name: self.protocol.clone(),
@@ -500,13 +502,13 @@ impl Group {
         if m.awaiting_join {
             effects.push(Effect::JoinDone {
                 member_id: m.member_id.clone(),
-                result: JoinResult::error(errors::UNKNOWN_MEMBER_ID, &m.member_id),
+                result: JoinResult::error(GroupError::UnknownMemberId, &m.member_id),
             });
         }
         if m.awaiting_sync {
             effects.push(Effect::SyncDone {
                 member_id: m.member_id.clone(),
-                result: SyncResult::error(errors::UNKNOWN_MEMBER_ID),
+                result: SyncResult::error(GroupError::UnknownMemberId),
             });
         }
         match self.state {

@@ -43,7 +43,7 @@ fn join_new(g: &mut Group, now: i64, effects: &mut Vec<Effect>) -> (String, Join
     let JoinOutcome::Now(r) = first else {
         panic!("{first:?}")
     };
-    assert_eq!(r.error, errors::MEMBER_ID_REQUIRED);
+    assert_eq!(r.error, Some(GroupError::MemberIdRequired));
     assert!(r.member_id.starts_with("client-"));
     let id = r.member_id.clone();
     let outcome = g.join(join_req(&id, &["range"]), now, &LIMITS, effects);
@@ -101,7 +101,7 @@ fn the_first_rebalance_waits_the_initial_delay_and_the_leader_gets_every_member(
     assert_eq!(g.protocol.as_deref(), Some("range"));
     let leader = g.leader.clone().expect("leader");
     for (id, r) in &done {
-        assert_eq!((r.error, r.generation, r.leader.as_str()), (0, 1, leader.as_str()));
+        assert_eq!((&r.error, r.generation, r.leader.as_str()), (&None, 1, leader.as_str()));
         assert_eq!(r.members.len(), if *id == leader { 2 } else { 0 });
     }
     // Followers wait for the leader's assignment; the leader's sync asks to store the group.
@@ -127,7 +127,7 @@ fn the_first_rebalance_waits_the_initial_delay_and_the_leader_gets_every_member(
     assert_eq!(
         g.sync(sync_req(&a, 1, &[]), 240),
         SyncOutcome::Now(SyncResult {
-            error: 0,
+            error: None,
             protocol_type: Some("consumer".into()),
             protocol_name: Some("range".into()),
             assignment: b"A".to_vec()
@@ -142,18 +142,21 @@ fn a_new_member_makes_the_others_rejoin_and_the_join_completes_when_all_are_back
     let (c, out) = join_new(&mut g, 1_000, &mut fx);
     assert_eq!(out, JoinOutcome::Parked { member_id: c.clone() });
     assert!(g.is(GroupState::PreparingRebalance));
-    assert_eq!(g.heartbeat(&ids[0], None, 1, 1_001), errors::REBALANCE_IN_PROGRESS);
+    assert_eq!(
+        g.heartbeat(&ids[0], None, 1, 1_001),
+        Err(GroupError::RebalanceInProgress)
+    );
     let out = g.join(join_req(&ids[0], &["range"]), 1_002, &LIMITS, &mut fx);
     assert!(matches!(out, JoinOutcome::Parked { .. }));
     // The last one back completes the rebalance and gets its answer directly.
     let out = g.join(join_req(&ids[1], &["range"]), 1_003, &LIMITS, &mut fx);
     let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
-    assert_eq!((r.error, r.generation), (0, 2));
+    assert_eq!((r.error, r.generation), (None, 2));
     assert_eq!(joins(&fx).len(), 2, "the other two parked joins are answered");
     assert!(g.is(GroupState::CompletingRebalance));
     // An old generation is refused.
-    assert_eq!(g.heartbeat(&ids[0], None, 1, 1_004), errors::ILLEGAL_GENERATION);
-    assert_eq!(g.heartbeat(&ids[0], None, 2, 1_004), 0);
+    assert_eq!(g.heartbeat(&ids[0], None, 1, 1_004), Err(GroupError::IllegalGeneration));
+    assert_eq!(g.heartbeat(&ids[0], None, 2, 1_004), Ok(()));
 }
 
 #[test]
@@ -176,22 +179,25 @@ fn a_silent_member_is_removed_after_its_session_timeout() {
     let (mut g, ids) = stable_group(2);
     // Member 0 keeps heartbeating; member 1 stops.
     let end = g.members[&ids[1]].heartbeat_deadline;
-    assert_eq!(g.heartbeat(&ids[0], None, 1, end - 1_000), 0);
+    assert_eq!(g.heartbeat(&ids[0], None, 1, end - 1_000), Ok(()));
     assert!(g.tick(end - 1, &LIMITS).is_empty());
     g.tick(end, &LIMITS);
     assert!(!g.members.contains_key(&ids[1]), "member 1's session ended");
     assert!(g.is(GroupState::PreparingRebalance));
-    assert_eq!(g.heartbeat(&ids[1], None, 1, end + 1), errors::UNKNOWN_MEMBER_ID);
+    assert_eq!(g.heartbeat(&ids[1], None, 1, end + 1), Err(GroupError::UnknownMemberId));
 }
 
 #[test]
 fn leaving_rebalances_the_rest_and_the_last_one_out_leaves_an_empty_group_to_store() {
     let (mut g, ids) = stable_group(2);
     let mut fx = Vec::new();
-    assert_eq!(g.leave(&ids[0], None, 500, &LIMITS, &mut fx), 0);
+    assert_eq!(g.leave(&ids[0], None, 500, &LIMITS, &mut fx), Ok(()));
     assert!(g.is(GroupState::PreparingRebalance));
-    assert_eq!(g.leave(&ids[0], None, 501, &LIMITS, &mut fx), errors::UNKNOWN_MEMBER_ID);
-    assert_eq!(g.leave(&ids[1], None, 502, &LIMITS, &mut fx), 0);
+    assert_eq!(
+        g.leave(&ids[0], None, 501, &LIMITS, &mut fx),
+        Err(GroupError::UnknownMemberId)
+    );
+    assert_eq!(g.leave(&ids[1], None, 502, &LIMITS, &mut fx), Ok(()));
     assert!(g.is(GroupState::Empty));
     assert!(fx.contains(&Effect::Store { generation: 2 }));
     assert!(g.to_stored().members.is_empty());
@@ -205,25 +211,25 @@ fn requests_out_of_bounds_or_out_of_place_get_kafkas_errors() {
     short.session_timeout_ms = 10;
     assert_eq!(
         g.join(short, 0, &LIMITS, &mut fx),
-        JoinOutcome::Now(JoinResult::error(errors::INVALID_SESSION_TIMEOUT, ""))
+        JoinOutcome::Now(JoinResult::error(GroupError::InvalidSessionTimeout, ""))
     );
     let mut other_type = join_req("", &["range"]);
     other_type.protocol_type = "connect".into();
     assert_eq!(
         g.join(other_type, 0, &LIMITS, &mut fx),
-        JoinOutcome::Now(JoinResult::error(errors::INCONSISTENT_GROUP_PROTOCOL, ""))
+        JoinOutcome::Now(JoinResult::error(GroupError::InconsistentGroupProtocol, ""))
     );
     assert_eq!(
         g.join(join_req("nobody", &["range"]), 0, &LIMITS, &mut fx),
-        JoinOutcome::Now(JoinResult::error(errors::UNKNOWN_MEMBER_ID, "nobody"))
+        JoinOutcome::Now(JoinResult::error(GroupError::UnknownMemberId, "nobody"))
     );
     assert_eq!(
         g.sync(sync_req(&ids[0], 7, &[]), 0),
-        SyncOutcome::Now(SyncResult::error(errors::ILLEGAL_GENERATION))
+        SyncOutcome::Now(SyncResult::error(GroupError::IllegalGeneration))
     );
     assert_eq!(g.check_commit(&ids[0], None, 1, 0), Ok(()));
-    assert_eq!(g.check_commit("nobody", None, 1, 0), Err(errors::UNKNOWN_MEMBER_ID));
-    assert_eq!(g.check_commit(&ids[0], None, 0, 0), Err(errors::ILLEGAL_GENERATION));
+    assert_eq!(g.check_commit("nobody", None, 1, 0), Err(GroupError::UnknownMemberId));
+    assert_eq!(g.check_commit(&ids[0], None, 0, 0), Err(GroupError::IllegalGeneration));
     let mut empty = Group::new("e", 0);
     assert_eq!(
         empty.check_commit("", None, -1, 0),
@@ -242,10 +248,10 @@ fn a_failed_group_write_fails_the_syncs_and_rebalances() {
         g.sync(sync_req(&a, 1, &[(&a, b"A")]), 100),
         SyncOutcome::Store { .. }
     ));
-    let fx = g.assignment_stored(1, Err(errors::NOT_COORDINATOR), 110, &LIMITS);
+    let fx = g.assignment_stored(1, Err(GroupError::NotCoordinator), 110, &LIMITS);
     assert!(fx
         .iter()
-        .any(|e| matches!(e, Effect::SyncDone { result, .. } if result.error == errors::NOT_COORDINATOR)));
+        .any(|e| matches!(e, Effect::SyncDone { result, .. } if result.error == Some(GroupError::NotCoordinator))));
     assert!(g.is(GroupState::PreparingRebalance));
 }
 
@@ -308,9 +314,9 @@ fn a_new_member_waiting_in_a_slow_rebalance_is_not_expired_by_its_session() {
     g.tick(3_500, &LIMITS);
     assert!(g.members.contains_key(&r.member_id), "not expired by its 1 s session");
     let out = g.join(join_req(&ids[0], &["range"]), 4_000, &LIMITS, &mut fx);
-    assert!(matches!(out, JoinOutcome::Now(ref j) if j.error == 0), "{out:?}");
+    assert!(matches!(out, JoinOutcome::Now(ref j) if j.error.is_none()), "{out:?}");
     assert!(
-        joins(&fx).iter().any(|(m, j)| *m == r.member_id && j.error == 0),
+        joins(&fx).iter().any(|(m, j)| *m == r.member_id && j.error.is_none()),
         "the newcomer is answered"
     );
     // Once in the generation, its own session applies.
@@ -352,7 +358,7 @@ fn a_leader_that_joins_again_while_its_assignment_is_awaited_gets_the_members_ag
     let (mut g, leader, follower, now) = completing_group(10_000);
     let out = g.join(join_req(&leader, &["range"]), now + 5, &LIMITS, &mut Vec::new());
     let JoinOutcome::Now(r) = out else { panic!("{out:?}") };
-    assert_eq!((r.error, r.generation, r.leader.as_str()), (0, 1, leader.as_str()));
+    assert_eq!((r.error, r.generation, r.leader.as_str()), (None, 1, leader.as_str()));
     assert_eq!(r.members.len(), 2, "the leader needs the members to assign");
     assert!(!r.skip_assignment);
     let out = g.join(join_req(&follower, &["range"]), now + 6, &LIMITS, &mut Vec::new());
@@ -367,7 +373,7 @@ fn a_member_parked_in_sync_group_outlives_its_session_while_the_leader_assigns()
     let (mut g, leader, follower, now) = completing_group(2_000);
     assert_eq!(g.sync(sync_req(&follower, 1, &[]), now + 10), SyncOutcome::Parked);
     for t in [1_000, 2_000, 3_000] {
-        assert_eq!(g.heartbeat(&leader, None, 1, now + t), 0);
+        assert_eq!(g.heartbeat(&leader, None, 1, now + t), Ok(()));
     }
     let fx = g.tick(now + 3_500, &LIMITS);
     assert!(fx.is_empty(), "{fx:?}");
@@ -382,7 +388,7 @@ fn a_member_parked_in_sync_group_outlives_its_session_while_the_leader_assigns()
     assert!(fx.contains(&Effect::SyncDone {
         member_id: follower.clone(),
         result: SyncResult {
-            error: 0,
+            error: None,
             protocol_type: Some("consumer".into()),
             protocol_name: Some("range".into()),
             assignment: b"F".to_vec(),
@@ -391,7 +397,7 @@ fn a_member_parked_in_sync_group_outlives_its_session_while_the_leader_assigns()
     // Answered, it has a fresh session, which counts again.
     assert!(g.tick(now + 3_701, &LIMITS).is_empty());
     assert!(g.members.contains_key(&follower));
-    assert_eq!(g.heartbeat(&leader, None, 1, now + 5_000), 0);
+    assert_eq!(g.heartbeat(&leader, None, 1, now + 5_000), Ok(()));
     g.tick(now + 3_700 + 2_000, &LIMITS);
     assert!(!g.members.contains_key(&follower), "silent since its sync");
     assert!(g.is(GroupState::PreparingRebalance));

@@ -59,7 +59,7 @@ fn rejoin(g: &mut Group, req: JoinRequest, now: i64) -> (String, StaticRejoin) {
     }
 }
 
-fn stored_answer(g: &mut Group, r: &StaticRejoin, outcome: Result<(), i16>) -> JoinResult {
+fn stored_answer(g: &mut Group, r: &StaticRejoin, outcome: Result<(), GroupError>) -> JoinResult {
     let fx = g.static_member_stored(r, outcome, 400);
     match fx.as_slice() {
         [Effect::JoinDone { member_id, result }] if *member_id == r.new_member_id => result.clone(),
@@ -104,7 +104,7 @@ fn a_restarted_follower_gets_its_old_assignment_in_the_same_generation_and_its_o
     let res = stored_answer(&mut g, &r, Ok(()));
     assert_eq!(
         (res.error, res.generation, res.member_id.as_str()),
-        (0, 1, new_id.as_str())
+        (None, 1, new_id.as_str())
     );
     assert_eq!(res.leader, leader);
     assert!(res.members.is_empty() && !res.skip_assignment);
@@ -117,31 +117,31 @@ fn a_restarted_follower_gets_its_old_assignment_in_the_same_generation_and_its_o
     };
     assert_eq!(
         (s.error, s.assignment),
-        (0, format!("A{i}").into_bytes()),
+        (None, format!("A{i}").into_bytes()),
         "its old assignment"
     );
-    assert_eq!(g.heartbeat(&new_id, Some(&instance), 1, 402), 0);
+    assert_eq!(g.heartbeat(&new_id, Some(&instance), 1, 402), Ok(()));
     // The old process is fenced everywhere.
     assert_eq!(
         g.heartbeat(&follower, Some(&instance), 1, 402),
-        errors::FENCED_INSTANCE_ID
+        Err(GroupError::FencedInstanceId)
     );
     assert_eq!(
         g.sync(static_sync(&follower, &instance), 402),
-        SyncOutcome::Now(SyncResult::error(errors::FENCED_INSTANCE_ID))
+        SyncOutcome::Now(SyncResult::error(GroupError::FencedInstanceId))
     );
     assert_eq!(
         g.check_commit(&follower, Some(&instance), 1, 402),
-        Err(errors::FENCED_INSTANCE_ID)
+        Err(GroupError::FencedInstanceId)
     );
     let mut known_old = static_join(&instance, &["range"]);
     known_old.member_id = follower.clone();
     assert_eq!(
         g.join(known_old, 402, &LIMITS, &mut Vec::new()),
-        JoinOutcome::Now(JoinResult::error(errors::FENCED_INSTANCE_ID, &follower))
+        JoinOutcome::Now(JoinResult::error(GroupError::FencedInstanceId, &follower))
     );
     // The other member is undisturbed.
-    assert_eq!(g.heartbeat(&leader, Some(&format!("s{}", 1 - i)), 1, 403), 0);
+    assert_eq!(g.heartbeat(&leader, Some(&format!("s{}", 1 - i)), 1, 403), Ok(()));
 }
 
 #[test]
@@ -153,7 +153,7 @@ fn a_restarted_leader_keeps_the_generation_and_is_not_told_it_leads_before_join_
     let (new_id, r) = rejoin(&mut g, static_join(&instance, &["range"]), 300);
     assert_eq!(g.leader.as_deref(), Some(new_id.as_str()), "it still leads");
     let res = stored_answer(&mut g, &r, Ok(()));
-    assert_eq!((res.error, res.generation), (0, 1));
+    assert_eq!((res.error, res.generation), (None, 1));
     // The old leader id: the new process sees itself as a follower and assigns nothing.
     assert_eq!(res.leader, leader);
     assert!(res.members.is_empty() && !res.skip_assignment);
@@ -176,7 +176,7 @@ fn from_join_group_v9_a_restarted_leader_learns_it_leads_and_skips_the_assignmen
     let res = stored_answer(&mut g, &r, Ok(()));
     assert_eq!(
         (res.error, res.generation, res.leader.as_str()),
-        (0, 1, new_id.as_str())
+        (None, 1, new_id.as_str())
     );
     assert!(res.skip_assignment);
     assert_eq!(res.members.len(), 2);
@@ -187,13 +187,17 @@ fn a_failed_write_undoes_the_replacement() {
     let (mut g, ids) = static_group(2, &["range"]);
     let before = g.members.clone();
     let (new_id, r) = rejoin(&mut g, static_join("s1", &["range"]), 300);
-    let res = stored_answer(&mut g, &r, Err(errors::NOT_COORDINATOR));
-    assert_eq!(res.error, errors::NOT_COORDINATOR);
+    let res = stored_answer(&mut g, &r, Err(GroupError::NotCoordinator));
+    assert_eq!(res.error, Some(GroupError::NotCoordinator));
     assert!(!g.members.contains_key(&new_id));
     assert_eq!(g.static_members["s1"], ids[1]);
     assert_eq!(g.members.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
     assert_eq!(g.members[&ids[1]].assignment, b"A1");
-    assert_eq!(g.heartbeat(&ids[1], Some("s1"), 1, 401), 0, "the old process is back");
+    assert_eq!(
+        g.heartbeat(&ids[1], Some("s1"), 1, 401),
+        Ok(()),
+        "the old process is back"
+    );
     assert!(g.is(GroupState::Stable));
 }
 
@@ -205,7 +209,7 @@ fn a_rejoin_that_changes_the_groups_protocol_rebalances() {
     let out = g.join(static_join("s0", &["roundrobin", "range"]), 300, &LIMITS, &mut fx);
     // The only member rejoined, so the rebalance completes at once.
     let JoinOutcome::Now(res) = out else { panic!("{out:?}") };
-    assert_eq!((res.error, res.generation), (0, 2));
+    assert_eq!((res.error, res.generation), (None, 2));
     assert_ne!(res.member_id, ids[0]);
     assert_eq!(g.protocol.as_deref(), Some("roundrobin"));
     assert!(g.is(GroupState::CompletingRebalance));
@@ -234,7 +238,7 @@ fn a_rejoin_while_the_leader_assigns_rebalances_and_fences_the_old_ids_parked_sy
     assert!(g.is(GroupState::PreparingRebalance));
     assert!(fx.contains(&Effect::SyncDone {
         member_id: follower.clone(),
-        result: SyncResult::error(errors::FENCED_INSTANCE_ID),
+        result: SyncResult::error(GroupError::FencedInstanceId),
     }));
 }
 

@@ -13,6 +13,7 @@ use kafka_protocol::messages::{
 
 use super::{now_ms, KafkaApis};
 use crate::network::handler::RequestContext;
+use crate::replica::error::code_of;
 use crate::replica::replica_manager::{ControllerRequestEpochs, LeaderAndIsrPartition};
 use crate::replica::PartitionState;
 use crate::server::metadata_cache::{BrokerEndpoint, CachedPartition, LiveBroker};
@@ -97,15 +98,15 @@ pub(super) async fn leader_and_isr(
     .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     let results = match applied {
         Ok(r) => r,
-        Err(code) => return LeaderAndIsrResponse::default().with_error_code(code),
+        Err(e) => return LeaderAndIsrResponse::default().with_error_code(e.error_code()),
     };
     let mut response = LeaderAndIsrResponse::default();
     if ctx.api_version >= 5 {
         let mut topics: Vec<LeaderAndIsrTopicError> = Vec::new();
-        for (tp, id, code) in results {
+        for (tp, id, outcome) in results {
             let error = LeaderAndIsrPartitionError::default()
                 .with_partition_index(tp.partition)
-                .with_error_code(code);
+                .with_error_code(code_of(outcome.as_ref().err()));
             match topics.iter_mut().find(|t| t.topic_id == id) {
                 Some(t) => t.partition_errors.push(error),
                 None => topics.push(
@@ -119,11 +120,11 @@ pub(super) async fn leader_and_isr(
     } else {
         response.partition_errors = results
             .into_iter()
-            .map(|(tp, _, code)| {
+            .map(|(tp, _, outcome)| {
                 LeaderAndIsrPartitionError::default()
                     .with_topic_name(TopicName(super::str_bytes(&tp.topic)))
                     .with_partition_index(tp.partition)
-                    .with_error_code(code)
+                    .with_error_code(code_of(outcome.as_ref().err()))
             })
             .collect();
     }
@@ -131,8 +132,8 @@ pub(super) async fn leader_and_isr(
 }
 
 pub(super) fn update_metadata(apis: &KafkaApis, request: UpdateMetadataRequest) -> UpdateMetadataResponse {
-    if let Err(code) = apis.replica_manager.observe_controller_epoch(request.controller_epoch) {
-        return UpdateMetadataResponse::default().with_error_code(code);
+    if let Err(e) = apis.replica_manager.observe_controller_epoch(request.controller_epoch) {
+        return UpdateMetadataResponse::default().with_error_code(e.error_code());
     }
     let brokers: Vec<LiveBroker> = request
         .live_brokers
@@ -233,15 +234,15 @@ pub(super) async fn stop_replica(apis: &KafkaApis, request: StopReplicaRequest) 
         Ok(results) => StopReplicaResponse::default().with_partition_errors(
             results
                 .into_iter()
-                .map(|(tp, code)| {
+                .map(|(tp, outcome)| {
                     StopReplicaPartitionError::default()
                         .with_topic_name(TopicName(super::str_bytes(&tp.topic)))
                         .with_partition_index(tp.partition)
-                        .with_error_code(code)
+                        .with_error_code(code_of(outcome.as_ref().err()))
                 })
                 .collect(),
         ),
-        Err(code) => StopReplicaResponse::default().with_error_code(code),
+        Err(e) => StopReplicaResponse::default().with_error_code(e.error_code()),
     }
 }
 

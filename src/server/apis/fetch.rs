@@ -12,7 +12,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::KafkaApis;
 use crate::network::handler::RequestContext;
-use crate::protocol::error_codes as ec;
+use crate::replica::error::{code_of, ReplicaError};
 use crate::replica::fetch::{FetchParams, FetchPartition, FetchPartitionResult};
 use crate::types::{BrokerId, TopicPartition};
 
@@ -35,12 +35,12 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
         .fetch_sessions
         .new_context(version, &request, replica.is_some(), resolve, super::now_ms());
     // Per session partition, in order: its index in `wanted`, or the error it gets at once.
-    let mut slots: Vec<(i32, Result<usize, i16>)> = Vec::new();
+    let mut slots: Vec<(i32, Result<usize, ReplicaError>)> = Vec::new();
     let mut wanted = Vec::new();
     for (p, data) in session.partitions() {
         let slot = match &p.topic {
-            None if version >= 13 => Err(ec::UNKNOWN_TOPIC_ID),
-            None => Err(ec::UNKNOWN_TOPIC_OR_PARTITION),
+            None if version >= 13 => Err(ReplicaError::UnknownTopicId),
+            None => Err(ReplicaError::UnknownTopicOrPartition),
             Some(name) => {
                 wanted.push(FetchPartition {
                     tp: TopicPartition {
@@ -80,8 +80,8 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
             let result = match slot {
                 Ok(i) => results[i]
                     .take()
-                    .unwrap_or_else(|| FetchPartitionResult::error(ec::UNKNOWN_SERVER_ERROR)),
-                Err(code) => FetchPartitionResult::error(code),
+                    .unwrap_or_else(|| FetchPartitionResult::error(ReplicaError::UnknownServerError)),
+                Err(error) => FetchPartitionResult::error(error),
             };
             partition_data(partition, result, version)
         })
@@ -91,10 +91,10 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
 
 fn partition_data(partition: i32, result: FetchPartitionResult, version: i16) -> PartitionData {
     let mut data = PartitionData::default().with_partition_index(partition);
-    data.error_code = result.error;
+    data.error_code = code_of(result.error.as_ref());
     data.high_watermark = result.high_watermark;
     data.last_stable_offset = result.last_stable_offset;
-    if result.error == ec::NONE && version >= 5 {
+    if result.error.is_none() && version >= 5 {
         data.log_start_offset = result.log_start_offset;
     }
     if let Some((epoch, end_offset)) = result.diverging_epoch {

@@ -19,12 +19,13 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{str_bytes, KafkaApis};
-use crate::coordinator::group::errors::{COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST};
+use crate::coordinator::group::errors::{code_of, result_code};
 use crate::coordinator::group::membership::{JoinRequest, SyncRequest};
 use crate::coordinator::group::state::GroupState;
 use crate::coordinator::group::{partition_for, OFFSETS_TOPIC};
 use crate::network::handler::RequestContext;
 use crate::protocol::authorized_operations::{if_requested, ResourceType};
+use crate::protocol::error_codes::{self as ec, COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST};
 use crate::server::topic_creation::{self, NewTopic};
 
 fn opt(s: &Option<StrBytes>) -> Option<String> {
@@ -151,7 +152,7 @@ pub(super) async fn join_group(apis: &KafkaApis, ctx: &RequestContext, r: JoinGr
         })
         .collect();
     let mut resp = JoinGroupResponse::default()
-        .with_error_code(result.error)
+        .with_error_code(code_of(result.error.as_ref()))
         .with_generation_id(result.generation)
         .with_protocol_name(result.protocol_name.as_deref().map(str_bytes))
         .with_leader(str_bytes(&result.leader))
@@ -185,7 +186,7 @@ pub(super) async fn sync_group(apis: &KafkaApis, ctx: &RequestContext, r: SyncGr
     };
     let result = apis.groups.sync(&r.group_id.0, req).await;
     let mut resp = SyncGroupResponse::default()
-        .with_error_code(result.error)
+        .with_error_code(code_of(result.error.as_ref()))
         .with_assignment(result.assignment.into());
     if ctx.api_version >= 5 {
         resp.protocol_type = result.protocol_type.as_deref().map(str_bytes);
@@ -195,13 +196,13 @@ pub(super) async fn sync_group(apis: &KafkaApis, ctx: &RequestContext, r: SyncGr
 }
 
 pub(super) fn heartbeat(apis: &KafkaApis, r: HeartbeatRequest) -> HeartbeatResponse {
-    let code = apis.groups.heartbeat(
+    let answer = apis.groups.heartbeat(
         &r.group_id.0,
         &r.member_id,
         r.group_instance_id.as_deref(),
         r.generation_id,
     );
-    HeartbeatResponse::default().with_error_code(code)
+    HeartbeatResponse::default().with_error_code(result_code(&answer))
 }
 
 pub(super) fn leave_group(apis: &KafkaApis, ctx: &RequestContext, r: LeaveGroupRequest) -> LeaveGroupResponse {
@@ -214,17 +215,19 @@ pub(super) fn leave_group(apis: &KafkaApis, ctx: &RequestContext, r: LeaveGroupR
         vec![(r.member_id.to_string(), None)]
     };
     match apis.groups.leave(&r.group_id.0, &members) {
-        Err(code) => LeaveGroupResponse::default().with_error_code(code),
-        Ok(codes) if ctx.api_version < 3 => LeaveGroupResponse::default().with_error_code(codes[0]),
-        Ok(codes) => LeaveGroupResponse::default().with_members(
+        Err(e) => LeaveGroupResponse::default().with_error_code(e.error_code()),
+        Ok(answers) if ctx.api_version < 3 => {
+            LeaveGroupResponse::default().with_error_code(answers.first().map_or(ec::NONE, result_code))
+        }
+        Ok(answers) => LeaveGroupResponse::default().with_members(
             members
                 .iter()
-                .zip(codes)
-                .map(|((m, i), code)| {
+                .zip(answers)
+                .map(|((m, i), answer)| {
                     MemberResponse::default()
                         .with_member_id(str_bytes(m))
                         .with_group_instance_id(i.as_deref().map(str_bytes))
-                        .with_error_code(code)
+                        .with_error_code(result_code(&answer))
                 })
                 .collect(),
         ),
@@ -241,7 +244,7 @@ pub(super) fn list_groups(apis: &KafkaApis, r: ListGroupsRequest) -> ListGroupsR
         return ListGroupsResponse::default();
     }
     match apis.groups.list_groups(&states) {
-        Err(code) => ListGroupsResponse::default().with_error_code(code),
+        Err(e) => ListGroupsResponse::default().with_error_code(e.error_code()),
         Ok(groups) => ListGroupsResponse::default().with_groups(
             groups
                 .into_iter()
@@ -274,7 +277,7 @@ pub(super) fn describe_groups(
         .map(|id| {
             let base = DescribedGroup::default().with_group_id(id.clone());
             match apis.groups.describe(id) {
-                Err(code) => base.with_error_code(code).with_group_state(str_bytes("")),
+                Err(e) => base.with_error_code(e.error_code()).with_group_state(str_bytes("")),
                 Ok(s) => base
                     .with_group_state(str_bytes(&s.state))
                     .with_protocol_type(str_bytes(&s.protocol_type))
@@ -303,7 +306,7 @@ pub(super) fn describe_groups(
 pub(super) async fn delete_groups(apis: &KafkaApis, r: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(r.groups_names.len());
     for id in r.groups_names {
-        let code = apis.groups.delete_group(&id.0).await;
+        let code = result_code(&apis.groups.delete_group(&id.0).await);
         results.push(DeletableGroupResult::default().with_group_id(id).with_error_code(code));
     }
     DeleteGroupsResponse::default().with_results(results)

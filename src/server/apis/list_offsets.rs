@@ -14,6 +14,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use super::KafkaApis;
 use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
+use crate::replica::ReplicaError;
 use crate::types::TopicPartition;
 
 pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse {
@@ -48,7 +49,7 @@ pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffset
                         return resp;
                     }
                     let result = match apis.replica_manager.partition(&tp) {
-                        None => Err(ec::UNKNOWN_TOPIC_OR_PARTITION),
+                        None => Err(ReplicaError::UnknownTopicOrPartition),
                         Some(partition) => partition
                             .check_leader_epoch(p.current_leader_epoch)
                             .and_then(|()| partition.offset_for_timestamp(p.timestamp, replica)),
@@ -66,7 +67,7 @@ pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffset
                             }
                         }
                         Ok(None) => {}
-                        Err(code) => resp.error_code = code,
+                        Err(e) => resp.error_code = e.error_code(),
                     }
                     resp
                 })

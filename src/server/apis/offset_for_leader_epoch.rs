@@ -7,7 +7,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset,
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::KafkaApis;
-use crate::protocol::error_codes as ec;
+use crate::replica::ReplicaError;
 use crate::types::TopicPartition;
 
 pub(super) fn handle(apis: &KafkaApis, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
@@ -29,7 +29,7 @@ pub(super) fn handle(apis: &KafkaApis, request: OffsetForLeaderEpochRequest) -> 
                         partition: p.partition,
                     };
                     let answer = match apis.replica_manager.partition(&tp) {
-                        None => Err(ec::UNKNOWN_TOPIC_OR_PARTITION),
+                        None => Err(ReplicaError::UnknownTopicOrPartition),
                         Some(partition) => partition
                             .check_leader_epoch(p.current_leader_epoch)
                             .and_then(|()| partition.end_offset_for_epoch(p.leader_epoch)),
@@ -39,7 +39,7 @@ pub(super) fn handle(apis: &KafkaApis, request: OffsetForLeaderEpochRequest) -> 
                             out.leader_epoch = epoch;
                             out.end_offset = end;
                         }
-                        Err(code) => out.error_code = code,
+                        Err(e) => out.error_code = e.error_code(),
                     }
                     out
                 })

@@ -14,6 +14,7 @@ use kafka_protocol::messages::{
 };
 
 use super::{str_bytes, KafkaApis};
+use crate::coordinator::group::errors::{result_code, GroupError};
 use crate::coordinator::group::requests::CommitEntry;
 use crate::coordinator::group::schema::OffsetValue;
 use crate::network::handler::RequestContext;
@@ -66,8 +67,8 @@ pub(super) async fn offset_commit(
         )
         .await;
     let mut codes = match result {
-        Ok(codes) => codes.into_iter(),
-        Err(code) => vec![code; r.topics.iter().map(|t| t.partitions.len()).sum()].into_iter(),
+        Ok(answers) => answers.iter().map(result_code).collect::<Vec<_>>().into_iter(),
+        Err(e) => vec![e.error_code(); r.topics.iter().map(|t| t.partitions.len()).sum()].into_iter(),
     };
     let mut code_for = |topic: &str, p: i32| {
         if exists(topic, p) {
@@ -97,7 +98,7 @@ pub(super) async fn offset_commit(
     OffsetCommitResponse::default().with_topics(topics)
 }
 
-type Fetched = Result<Vec<(String, i32, Option<OffsetValue>)>, i16>;
+type Fetched = Result<Vec<(String, i32, Option<OffsetValue>)>, GroupError>;
 type ByTopic = Vec<(String, Vec<(i32, Option<OffsetValue>)>)>;
 
 /// Groups the fetched offsets by topic, keeping the order they came in.
@@ -134,7 +135,7 @@ pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetc
                 let result: Fetched = apis.groups.fetch_offsets(&g.group_id.0, asked);
                 let group = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
                 match result {
-                    Err(code) => group.with_error_code(code),
+                    Err(e) => group.with_error_code(e.error_code()),
                     Ok(rows) => group.with_topics(
                         by_topic(rows)
                             .into_iter()
@@ -170,13 +171,13 @@ pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetc
     let (rows, group_error) = match result {
         Ok(rows) => (rows, 0),
         // Before v2 there is no group-level error: every asked partition carries it.
-        Err(code) => (
+        Err(e) => (
             asked
                 .unwrap_or_default()
                 .into_iter()
                 .map(|(t, p)| (t, p, None))
                 .collect(),
-            code,
+            e.error_code(),
         ),
     };
     let partition_error = if v < 2 { group_error } else { 0 };
@@ -215,9 +216,9 @@ pub(super) async fn offset_delete(apis: &KafkaApis, r: OffsetDeleteRequest) -> O
         .collect();
     let GroupId(group) = &r.group_id;
     match apis.groups.delete_offsets(group, asked).await {
-        Err(code) => OffsetDeleteResponse::default().with_error_code(code),
-        Ok(codes) => {
-            let mut codes = codes.into_iter();
+        Err(e) => OffsetDeleteResponse::default().with_error_code(e.error_code()),
+        Ok(answers) => {
+            let mut codes = answers.iter().map(result_code);
             let topics = r
                 .topics
                 .iter()

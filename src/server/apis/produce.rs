@@ -15,6 +15,7 @@ use super::KafkaApis;
 use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
 use crate::replica::append::{AppendPartition, AppendResult, Appended};
+use crate::replica::error::code_of;
 use crate::types::TopicPartition;
 
 /// A produce request once its records are appended.
@@ -96,7 +97,7 @@ fn respond(
 ) -> ProduceResponse {
     for ((t, p), result) in slots.into_iter().zip(results) {
         let resp: &mut PartitionProduceResponse = &mut topics[t].partition_responses[p];
-        resp.error_code = result.error;
+        resp.error_code = code_of(result.error.as_ref());
         if let Some(info) = result.info {
             resp.base_offset = info.base_offset;
             if version >= 2 {
