@@ -7,9 +7,11 @@
 //! group coordinator's appends go through [`append`] (`append_records`), consumers' and
 //! followers' reads through [`fetch`] (`fetch_messages`), both doing their disk work on the
 //! blocking I/O executor; what waits for replication or data parks in [`purgatory`], keyed by
-//! partition.
+//! partition. [`delete_records`] moves leaders' log start offsets (DeleteRecords) and waits
+//! for the followers', which learn the leader's from their fetches.
 
 pub mod append;
+pub mod delete_records;
 pub mod fetch;
 pub mod fetcher;
 pub mod isr;
