@@ -15,8 +15,9 @@ use common::replicas::{bootstrap, create_topic, isr, leader, python, spec, store
 use common::wire::Wire;
 use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::{ListOffsetsRequest, TopicName};
+use kafka_protocol::messages::{DescribeClusterRequest, ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use kastle::protocol::error_codes as ec;
 use kastle::zk::store::ZkStore;
 
 /// Runs a Python script, panicking with its stderr unless it succeeds; returns stdout.
@@ -118,6 +119,23 @@ async fn describe_cluster_lists_the_brokers_racks_controller_and_cluster_id() {
             "{op} missing: {out}"
         );
     }
+    // The clients fall back to Metadata where DescribeCluster is not served: ask on the wire too.
+    let mut wire = Wire::connect(&boot).await;
+    for version in 0..=1 {
+        let r = wire.send(&DescribeClusterRequest::default(), version).await;
+        assert_eq!((r.error_code, r.controller_id.0), (0, controller), "v{version}");
+        assert_eq!(r.cluster_id.as_str(), cluster_id["id"].as_str().unwrap_or_default());
+        let racks: Vec<Option<String>> = r
+            .brokers
+            .iter()
+            .map(|b| b.rack.as_deref().map(str::to_string))
+            .collect();
+        assert_eq!(racks.len(), 2, "v{version}");
+        assert!(racks.iter().all(Option::is_some), "{racks:?}");
+    }
+    let controllers = DescribeClusterRequest::default().with_endpoint_type(2);
+    let r = wire.send(&controllers, 1).await;
+    assert_eq!(r.error_code, ec::MISMATCHED_ENDPOINT_TYPE);
     let out = python_async(KAFKA_PYTHON_DESCRIBE_CLUSTER, vec![boot]).await;
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["cluster_id"], cluster_id["id"], "{out}");
