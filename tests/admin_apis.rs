@@ -3,7 +3,10 @@
 //! kafka-python's `describe_cluster`. DeleteRecords moves the log start offset on the leader
 //! and every follower (consumers from the beginning start there on whichever replica leads,
 //! also after every broker restarted), answers the low watermark, refuses offsets past the
-//! high watermark, and retention then deletes the segments below the new start.
+//! high watermark, and retention then deletes the segments below the new start. Topic overrides
+//! act on produced batches: `compression.type` re-codes them, `message.timestamp.type`
+//! LogAppendTime stamps the broker's time, `message.timestamp.before.max.ms` refuses old
+//! records, `max.message.bytes` large batches.
 
 mod common;
 
@@ -302,5 +305,82 @@ async fn delete_records_moves_the_log_start_on_every_replica_and_it_survives_res
     assert_eq!(earliest(&bootstrap_of(&zk, l).await, TOPIC).await, Some(40));
     assert_eq!(first_from_beginning(&zk, TOPIC).await, "40 40");
     drop(brokers);
+    zk.close().await;
+}
+
+/// Creates `argv[2]` (one partition) with the configs `argv[3]` (JSON), then produces to it as
+/// `argv[4]` says and prints what came back: per record the error name or the timestamp type
+/// and timestamp the broker answered.
+const OVERRIDE_PRODUCE: &str = r#"
+import sys, json, time
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+boot, topic, configs, what = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+a = AdminClient({"bootstrap.servers": boot})
+a.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(30)
+p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 0, "compression.type": "none",
+              "message.timeout.ms": 20000, "retries": 0})
+out = []
+def done(err, msg):
+    out.append(err.name() if err else "%d %d" % msg.timestamp())
+deadline = time.time() + 30
+while time.time() < deadline:
+    if what == "old":
+        p.produce(topic, b"v", partition=0, timestamp=int(time.time() * 1000) - 86400000, on_delivery=done)
+    elif what == "big":
+        p.produce(topic, b"x" * 3000, partition=0, on_delivery=done)
+    else:
+        p.produce(topic, b"v" * 200, partition=0, on_delivery=done)
+    p.flush(30)
+    # The topic's leader may not be known for the first attempt.
+    if out and out[-1] not in ("UNKNOWN_TOPIC_OR_PART", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION"):
+        break
+    time.sleep(0.2)
+print(out[-1] if out else "nothing")
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_overrides_recompress_stamp_and_limit_what_is_produced() {
+    let chroot = unique_chroot("topic-overrides");
+    let broker = BrokerProcess::start(&spec(&chroot, 1, &[]));
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 1).await;
+    let boot = bootstrap_of(&zk, 1).await;
+    let produce = |topic: &str, configs: &str, what: &str| {
+        python_async(
+            OVERRIDE_PRODUCE,
+            vec![boot.clone(), topic.into(), configs.into(), what.into()],
+        )
+    };
+
+    // compression.type=gzip: an uncompressed produce is stored gzip-compressed.
+    let answer = produce("gzipped", r#"{"compression.type": "gzip"}"#, "plain").await;
+    assert!(answer.starts_with("1 "), "CreateTime answered: {answer}");
+    let stored = stored_batches(&broker.log_dir, "gzipped", 0);
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(stored[0].compression(), kastle::protocol::Compression::Gzip);
+    assert_eq!(
+        first_from_beginning(&zk, "gzipped").await,
+        format!("0 {}", "v".repeat(200))
+    );
+
+    // LogAppendTime: the answer carries the broker's time (librdkafka's type 2).
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let answer = produce("stamped", r#"{"message.timestamp.type": "LogAppendTime"}"#, "plain").await;
+    let (kind, ts) = answer.split_once(' ').expect("type and timestamp");
+    assert_eq!(kind, "2", "{answer}");
+    assert!(ts.parse::<i64>().expect("timestamp") >= before, "{answer}");
+
+    // A CreateTime record older than message.timestamp.before.max.ms is refused.
+    let answer = produce("recent", r#"{"message.timestamp.before.max.ms": "3600000"}"#, "old").await;
+    assert_eq!(answer, "INVALID_TIMESTAMP");
+
+    // A batch over the topic's max.message.bytes: MESSAGE_TOO_LARGE (librdkafka's MSG_SIZE_TOO_LARGE).
+    let answer = produce("small", r#"{"max.message.bytes": "1000"}"#, "big").await;
+    assert_eq!(answer, "MSG_SIZE_TOO_LARGE");
+    drop(broker);
     zk.close().await;
 }
