@@ -232,7 +232,7 @@ mod tests {
         assert_eq!(d.low_watermark, -1, "the follower has not reported a log start yet");
         p.update_follower_log_start(BrokerId(2), 0);
         assert_eq!(p.low_watermark_if_leader(&alive).ok(), Some(0));
-        let mut seen = p.subscribe_log_starts();
+        let seen = p.subscribe_log_starts();
         p.update_follower_log_start(BrokerId(2), 3);
         assert!(seen.has_changed().unwrap_or(false), "a higher report wakes the waiters");
         assert_eq!(p.low_watermark_if_leader(&alive).ok(), Some(3));
