@@ -13,7 +13,7 @@
 //! | [`controller`] | the ZK-mode controller: `/controller` election, epoch fencing, leader elections, requests to brokers |
 //! | [`client`] | the internal Kafka-protocol client: connections, correlation ids, timeouts, reconnect backoff, version negotiation, the fetching side of KIP-227 fetch sessions |
 //! | [`network`] | listeners, framing, request headers, ApiVersions, per-connection ordering |
-//! | [`replica`] | the partitions this broker hosts: leader/follower state, high watermark, appends and reads (`append_records`, `fetch_messages`, disk work on the blocking executor), the delayed-operation purgatory keyed by partition |
+//! | [`replica`] | the partitions this broker hosts: leader/follower state, high watermark, appends and reads (`append_records`, `fetch_messages`, disk work on the blocking executor), the delayed-operation purgatory keyed by partition, DeleteRecords (`delete_records`) |
 //! | [`coordinator`] | consumer groups on `__consumer_offsets`: the group state machine, its records, loading and unloading with leadership |
 //! | [`admin`] | operator tools behind subcommands (`perf log`) |
 //! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown; the request handlers and KIP-227 fetch sessions |

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::config::KafkaConfig;
+use crate::protocol::record_batch::recompress::parse_compression_type;
+use crate::protocol::record_batch::Compression;
 
 /// How a batch's timestamp is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +33,15 @@ pub struct LogConfig {
     /// `max.message.bytes`: the largest batch accepted.
     pub max_message_bytes: usize,
     pub timestamp_type: TimestampType,
+    /// `compression.type`: the codec batches are stored in; None (`producer`) keeps the
+    /// producer's.
+    pub compression: Option<Compression>,
+    /// `message.timestamp.before.max.ms` (or the older `message.timestamp.difference.max.ms`):
+    /// a CreateTime record older than this, relative to the broker's clock, is refused.
+    pub timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms` (or `message.timestamp.difference.max.ms`): how far in
+    /// the future a CreateTime record may be.
+    pub timestamp_after_max_ms: i64,
     /// Flush after this many messages (i64::MAX = leave it to the OS).
     pub flush_interval_messages: i64,
     /// Flush data older than this (i64::MAX = leave it to the OS).
@@ -64,6 +75,9 @@ impl Default for LogConfig {
             retention_bytes: -1,
             max_message_bytes: 1_048_588,
             timestamp_type: TimestampType::CreateTime,
+            compression: None,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: i64::MAX,
             flush_interval_messages: i64::MAX,
             flush_interval_ms: i64::MAX,
             compact: false,
@@ -143,6 +157,18 @@ impl LogConfig {
                 Some("LogAppendTime") => TimestampType::LogAppendTime,
                 _ => TimestampType::CreateTime,
             },
+            compression: config
+                .get_str("compression.type")
+                .and_then(|v| parse_compression_type(v).ok())
+                .unwrap_or(d.compression),
+            timestamp_before_max_ms: timestamp_limit(
+                config.get_i64("log.message.timestamp.before.max.ms"),
+                config.get_i64("log.message.timestamp.difference.max.ms"),
+            ),
+            timestamp_after_max_ms: timestamp_limit(
+                config.get_i64("log.message.timestamp.after.max.ms"),
+                config.get_i64("log.message.timestamp.difference.max.ms"),
+            ),
             flush_interval_messages: config
                 .get_i64("log.flush.interval.messages")
                 .unwrap_or(d.flush_interval_messages),
@@ -172,6 +198,22 @@ impl LogConfig {
     /// is where bad values should be refused, and a log must still open.
     pub fn with_topic_overrides(&self, overrides: &BTreeMap<String, String>) -> LogConfig {
         let mut c = self.clone();
+        let topic_i64 = |key: &str| overrides.get(key).and_then(|v| v.trim().parse::<i64>().ok());
+        // Kafka 3.9's `LogConfig`: before/after win unless left at their default, then the
+        // deprecated difference applies to both; the topic's values layer on the broker's.
+        let difference = topic_i64("message.timestamp.difference.max.ms");
+        if difference.is_some() || overrides.contains_key("message.timestamp.before.max.ms") {
+            c.timestamp_before_max_ms = timestamp_limit(
+                topic_i64("message.timestamp.before.max.ms"),
+                difference.or(Some(c.timestamp_before_max_ms)),
+            );
+        }
+        if difference.is_some() || overrides.contains_key("message.timestamp.after.max.ms") {
+            c.timestamp_after_max_ms = timestamp_limit(
+                topic_i64("message.timestamp.after.max.ms"),
+                difference.or(Some(c.timestamp_after_max_ms)),
+            );
+        }
         for (key, value) in overrides {
             let int = || value.trim().parse::<i64>().ok();
             let ok = match key.as_str() {
@@ -191,6 +233,10 @@ impl LogConfig {
                     _ => None,
                 }
                 .map(|t| c.timestamp_type = t),
+                "compression.type" => parse_compression_type(value).ok().map(|t| c.compression = t),
+                "message.timestamp.difference.max.ms"
+                | "message.timestamp.before.max.ms"
+                | "message.timestamp.after.max.ms" => int().filter(|v| *v >= 0).map(|_| ()),
                 "cleanup.policy" => {
                     let (compact, delete) = parse_policy(value.split(','));
                     (compact || delete).then(|| {
@@ -207,7 +253,7 @@ impl LogConfig {
                 "delete.retention.ms" => int().filter(|v| *v >= 0).map(|v| c.delete_retention_ms = v),
                 "min.compaction.lag.ms" => int().filter(|v| *v >= 0).map(|v| c.min_compaction_lag_ms = v),
                 "max.compaction.lag.ms" => int().filter(|v| *v > 0).map(|v| c.max_compaction_lag_ms = v),
-                // Keys kastle does not act on (e.g. compression.type) are kept in ZK only.
+                // Keys kastle does not act on (e.g. throttles) are kept in ZK only.
                 _ => Some(()),
             };
             if ok.is_none() {
@@ -215,6 +261,15 @@ impl LogConfig {
             }
         }
         c
+    }
+}
+
+/// Kafka 3.9's `getMessageTimestampBeforeMaxMs` / `AfterMaxMs`: the new key unless it is unset
+/// or at its default (`Long.MAX_VALUE`), else the deprecated difference, else no limit.
+fn timestamp_limit(new_key: Option<i64>, difference: Option<i64>) -> i64 {
+    match new_key {
+        Some(v) if v != i64::MAX => v,
+        _ => difference.unwrap_or(i64::MAX),
     }
 }
 
@@ -272,5 +327,38 @@ mod tests {
         let both: BTreeMap<String, String> = [("cleanup.policy".to_string(), "compact, delete".to_string())].into();
         let c = base.with_topic_overrides(&both);
         assert!(c.compact && c.delete);
+    }
+
+    #[test]
+    fn compression_and_timestamp_limits_follow_kafkas_precedence() {
+        let config = KafkaConfig::from_pairs(&[
+            ("zookeeper.connect", "zk:2181"),
+            ("compression.type", "zstd"),
+            ("log.message.timestamp.difference.max.ms", "5000"),
+            ("log.message.timestamp.after.max.ms", "100"),
+        ])
+        .expect("config");
+        let broker = LogConfig::from_broker(&config);
+        assert_eq!(broker.compression, Some(Compression::Zstd));
+        assert_eq!(
+            (broker.timestamp_before_max_ms, broker.timestamp_after_max_ms),
+            (5000, 100)
+        );
+        let o = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let c = broker.with_topic_overrides(&o(&[("compression.type", "producer")]));
+        assert_eq!(c.compression, None);
+        assert_eq!((c.timestamp_before_max_ms, c.timestamp_after_max_ms), (5000, 100));
+        let c = broker.with_topic_overrides(&o(&[("message.timestamp.difference.max.ms", "7")]));
+        assert_eq!((c.timestamp_before_max_ms, c.timestamp_after_max_ms), (7, 7));
+        let c = broker.with_topic_overrides(&o(&[
+            ("message.timestamp.difference.max.ms", "7"),
+            ("message.timestamp.before.max.ms", "3"),
+        ]));
+        assert_eq!((c.timestamp_before_max_ms, c.timestamp_after_max_ms), (3, 7));
+        let c = LogConfig::default().with_topic_overrides(&o(&[("compression.type", "uncompressed")]));
+        assert_eq!(c.compression, Some(Compression::None));
+        assert_eq!(LogConfig::default().timestamp_before_max_ms, i64::MAX);
     }
 }

@@ -417,9 +417,10 @@ impl Log {
 
     /// Validates producer batches, assigns offsets from the LEO and stamps the leader epoch
     /// (and the broker time for LogAppendTime), then appends. `records` is not modified or
-    /// copied: each batch's rewritten 61-byte header is built apart and the file gets
-    /// `[header][records of the batch]…` in one vectored write (the request's buffer is the
-    /// append buffer).
+    /// copied (unless the topic's `compression.type` re-codes a batch): each batch's rewritten
+    /// 61-byte header is built apart and the file gets `[header][records of the batch]…` in one
+    /// vectored write (the request's buffer is the append buffer). On CreateTime topics each
+    /// record's timestamp must be within `message.timestamp.before/after.max.ms` of `now_ms`.
     pub fn append_as_leader(
         &mut self,
         records: &[u8],
@@ -428,6 +429,28 @@ impl Log {
     ) -> Result<LogAppendInfo, LogError> {
         self.check_online()?;
         let headers = record_batch::validate_batches(records, self.config.max_message_bytes)?;
+        if self.config.timestamp_type == TimestampType::CreateTime {
+            record_batch::timestamp_check::check_timestamps(
+                records,
+                &headers,
+                now_ms,
+                self.config.timestamp_before_max_ms,
+                self.config.timestamp_after_max_ms,
+            )?;
+        }
+        // The topic's `compression.type`, when it is not `producer`: batches in another codec
+        // are re-coded, and the result is validated (and size-checked) again, as Kafka does.
+        let recompressed = match self.config.compression {
+            Some(target) => record_batch::recompress::recompress_batches(records, &headers, target)?,
+            None => None,
+        };
+        let (records, headers) = match &recompressed {
+            Some(buf) => (
+                &buf[..],
+                record_batch::validate_batches(buf, self.config.max_message_bytes)?,
+            ),
+            None => (records, headers),
+        };
         if self.config.compact {
             // Kafka's LogValidator: a compacted topic cannot take a record without a key.
             record_batch::validate::check_keys_present(records, &headers)?;

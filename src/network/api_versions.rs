@@ -39,12 +39,14 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::DeleteTopics, 0, 6),
+    (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeCluster, 0, 1),
 ];
 
 /// The request's version is outside the range we advertise; INVALID_REQUEST: well-formed but

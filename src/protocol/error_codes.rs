@@ -73,6 +73,11 @@ pub const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
 pub const UNKNOWN_TOPIC_ID: i16 = ResponseError::UnknownTopicId.code();
 pub const INCONSISTENT_TOPIC_ID: i16 = ResponseError::InconsistentTopicId.code();
 pub const FETCH_SESSION_TOPIC_ID_ERROR: i16 = ResponseError::FetchSessionTopicIdError.code();
+pub const INVALID_TIMESTAMP: i16 = ResponseError::InvalidTimestamp.code();
+/// KIP-919's DescribeCluster codes: newer than the protocol crate's table (it stops at 106), so
+/// spelled out here with Kafka's numbers (`Errors.MISMATCHED_ENDPOINT_TYPE` / `UNSUPPORTED_ENDPOINT_TYPE`).
+pub const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
+pub const UNSUPPORTED_ENDPOINT_TYPE: i16 = 115;
 
 /// The error a code names, `None` for [`NONE`]; codes outside the table are
 /// `ResponseError::Unknown`.

@@ -112,6 +112,7 @@ fn at(p: i32, offset: i64) -> Vec<FetchPartition> {
         max_bytes: 1 << 20,
         current_leader_epoch: -1,
         last_fetched_epoch: -1,
+        log_start_offset: -1,
     }]
 }
 

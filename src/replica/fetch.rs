@@ -42,6 +42,8 @@ pub struct FetchPartition {
     pub current_leader_epoch: i32,
     /// -1 when not given (Fetch < v12).
     pub last_fetched_epoch: i32,
+    /// The fetching follower's own log start offset (-1 when not given).
+    pub log_start_offset: i64,
 }
 
 /// What one partition's read found.
@@ -230,6 +232,7 @@ fn read_one(
                     params.replica_isr_eligible,
                 )
                 .map(|(read, proposal)| {
+                    partition.update_follower_log_start(id, w.log_start_offset);
                     pass.proposals.extend(proposal);
                     // This fetch moved the HW: acks=all produces and consumers waiting on it go
                     // now, not when this fetch itself returns (up to replica.fetch.wait.max.ms later).

@@ -328,6 +328,13 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
                         .append_as_follower(*epoch, *leo, &records[..whole], data.high_watermark, now_ms())
                         .map(|_| ())
                 };
+                // Kafka's fetcher: the leader's log start (DeleteRecords, retention) becomes ours.
+                let result = result.and_then(|()| {
+                    if data.log_start_offset >= 0 {
+                        partition.follow_leader_log_start(*epoch, data.log_start_offset)?;
+                    }
+                    Ok(())
+                });
                 match result {
                     Ok(()) => {
                         lags.insert(tp.clone(), data.high_watermark - partition.log_end_offset());

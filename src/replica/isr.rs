@@ -18,6 +18,9 @@ pub struct FollowerState {
     /// The leader's LEO at the follower's previous fetch, and when that fetch came.
     pub last_fetch_leader_leo: i64,
     pub last_fetch_ms: i64,
+    /// The follower's log start offset from its fetches (what DeleteRecords waits for); -1
+    /// until it has told this leader.
+    pub log_start: i64,
 }
 
 impl FollowerState {
@@ -29,6 +32,7 @@ impl FollowerState {
             last_caught_up_ms: if in_isr { now_ms } else { 0 },
             last_fetch_leader_leo: -1,
             last_fetch_ms: 0,
+            log_start: -1,
         }
     }
 

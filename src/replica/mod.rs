@@ -8,9 +8,11 @@
 //! followers' reads through [`fetch`] (`fetch_messages`), both doing their disk work on the
 //! blocking I/O executor; what waits for replication or data parks in [`purgatory`], keyed by
 //! partition. Their refusals and failures are [`ReplicaError`]s, which become Kafka codes only
-//! where a response is built.
+//! where a response is built. [`delete_records`] moves leaders' log start offsets (DeleteRecords)
+//! and waits for the followers', which learn the leader's from their fetches.
 
 pub mod append;
+pub mod delete_records;
 pub mod error;
 pub mod fetch;
 pub mod fetcher;

@@ -22,6 +22,8 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
+pub mod delete_records;
+
 use super::error::ReplicaError;
 use super::isr::{self, FollowerState};
 use super::purgatory::ProduceStatus;
@@ -123,6 +125,8 @@ pub struct Partition {
     pub topic_id: uuid::Uuid,
     local: BrokerId,
     inner: Mutex<Inner>,
+    /// Bumped when a follower reports a higher log start (see `delete_records`).
+    log_starts_seen: tokio::sync::watch::Sender<u64>,
 }
 
 impl Partition {
@@ -149,6 +153,7 @@ impl Partition {
                 pending_isr: None,
                 leader_since_epoch: -1,
             }),
+            log_starts_seen: tokio::sync::watch::channel(0).0,
         }
     }
 

@@ -7,13 +7,17 @@
 //! | `header` | byte layout constants, [`BatchHeader`], CRC-32C, the leader's rewrites (in place, or of a header copy) |
 //! | `scanner` | [`BatchScanner`]: walk back-to-back batches, stop at the first invalid byte with a [`ScanError`] |
 //! | `validate` | [`validate_batches`] for produce, [`BatchError`] and its Kafka error codes |
+//! | `recompress` | a topic's `compression.type` applied to produced batches |
+//! | `timestamp_check` | `message.timestamp.before/after.max.ms` against the broker's clock |
 //! | `record` | [`Record`] decoding (of an uncompressed or inflated records section) |
 //! | `varint` | zig-zag varint/varlong readers and writers |
 
 pub mod codec;
 pub mod header;
+pub mod recompress;
 pub mod record;
 pub mod scanner;
+pub mod timestamp_check;
 pub mod validate;
 pub mod varint;
 

@@ -16,7 +16,8 @@ use super::record::{RecordError, RecordIter};
 use super::scanner::{complete_batch, read_frame, ScanError};
 
 use crate::protocol::error_codes::{
-    CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, UNSUPPORTED_COMPRESSION_TYPE, UNSUPPORTED_FOR_MESSAGE_FORMAT,
+    CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP, MESSAGE_TOO_LARGE, UNSUPPORTED_COMPRESSION_TYPE,
+    UNSUPPORTED_FOR_MESSAGE_FORMAT,
 };
 
 /// A record batch a peer sent (or a file held) that kastle will not accept. Positions are byte
@@ -38,6 +39,15 @@ pub enum BatchError {
     /// Attribute bits 0-2 name a codec no Kafka version defines.
     #[error("record batch at byte {position} uses unknown compression codec {codec}")]
     UnknownCompression { position: usize, codec: u8 },
+    /// A CreateTime record outside the topic's `message.timestamp.before/after.max.ms` window.
+    #[error("timestamp {timestamp} of record {index} in the batch at byte {position} is out of range: it should be within [{earliest}, {latest}]")]
+    InvalidTimestamp {
+        position: usize,
+        index: i32,
+        timestamp: i64,
+        earliest: i64,
+        latest: i64,
+    },
     /// Framing is fine but the contents break the v2 rules.
     #[error("invalid record batch at byte {position} (base offset {base_offset}): {reason}")]
     InvalidRecord {
@@ -56,6 +66,7 @@ impl BatchError {
             BatchError::UnsupportedForMessageFormat { .. } => UNSUPPORTED_FOR_MESSAGE_FORMAT,
             BatchError::UnknownCompression { .. } => UNSUPPORTED_COMPRESSION_TYPE,
             BatchError::InvalidRecord { .. } => INVALID_RECORD,
+            BatchError::InvalidTimestamp { .. } => INVALID_TIMESTAMP,
         }
     }
 

@@ -51,6 +51,7 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
                     max_bytes: data.max_bytes,
                     current_leader_epoch: data.current_leader_epoch,
                     last_fetched_epoch: data.last_fetched_epoch,
+                    log_start_offset: data.log_start_offset,
                 });
                 Ok(wanted.len() - 1)
             }

@@ -5,7 +5,9 @@
 mod controller_requests;
 mod create_partitions;
 mod create_topics;
+mod delete_records;
 mod delete_topics;
+mod describe_cluster;
 mod elect_leaders;
 mod fetch;
 mod groups;
@@ -128,6 +130,10 @@ impl RequestHandler for KafkaApis {
                 Some(ResponseKind::OffsetCommit(offsets::offset_commit(self, &ctx, r).await))
             }
             RequestKind::OffsetFetch(r) => Some(ResponseKind::OffsetFetch(offsets::offset_fetch(self, &ctx, r))),
+            RequestKind::DescribeCluster(r) => Some(ResponseKind::DescribeCluster(
+                describe_cluster::handle(self, &ctx, r).await,
+            )),
+            RequestKind::DeleteRecords(r) => Some(ResponseKind::DeleteRecords(delete_records::handle(self, r).await)),
             RequestKind::OffsetDelete(r) => Some(ResponseKind::OffsetDelete(offsets::offset_delete(self, r).await)),
             other => {
                 tracing::warn!(api = ?ctx.api_key, "no handler for a supported API; closing the request without a response");
