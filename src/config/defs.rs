@@ -6,6 +6,7 @@
 
 use self::ConfigType::{Bool, Class, Double, Int, List, Long, Password, Short, String as Str};
 use self::Validator::{AtLeast, Between, BetweenF, EachOf, HostPort, NonEmpty, OneOf, Version};
+use crate::config::defs_kafka::KAFKA_ONLY;
 
 /// Kafka's `ConfigDef.Type`s that broker keys use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +58,7 @@ pub struct ConfigKey {
     pub doc: &'static str,
 }
 
-const fn k(
+pub(crate) const fn k(
     name: &'static str,
     ty: ConfigType,
     default: &'static str,
@@ -74,7 +75,7 @@ const fn k(
 }
 
 /// A key whose default is null.
-const fn n(name: &'static str, ty: ConfigType, validator: Validator, doc: &'static str) -> ConfigKey {
+pub(crate) const fn n(name: &'static str, ty: ConfigType, validator: Validator, doc: &'static str) -> ConfigKey {
     ConfigKey {
         name,
         ty,
@@ -84,7 +85,7 @@ const fn n(name: &'static str, ty: ConfigType, validator: Validator, doc: &'stat
     }
 }
 
-const NO: Validator = Validator::None;
+pub(crate) const NO: Validator = Validator::None;
 const I32_MAX: &str = "2147483647";
 const I64_MAX: &str = "9223372036854775807";
 const PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
@@ -289,14 +290,132 @@ static KEYS: &[ConfigKey] = &[
     n("metrics.listener", Str, HostPort, "kastle-specific: host:port of the Prometheus /metrics endpoint; null = disabled."),
 ];
 
-/// All known keys, in table order.
-pub fn all_keys() -> &'static [ConfigKey] {
-    KEYS
+/// All known keys: kastle's table, then the Kafka 3.9 keys kastle only accepts
+/// (`defs_kafka::KAFKA_ONLY`).
+pub fn all_keys() -> impl Iterator<Item = &'static ConfigKey> {
+    KEYS.iter().chain(KAFKA_ONLY.iter())
+}
+
+/// Whether kastle acts on `name` (a table key); every other known key is accepted, validated
+/// and reported by DescribeConfigs, but changes nothing, and the broker warns once at start-up
+/// when such a key is set. A key's entry here is the one place that says so.
+pub fn is_used(name: &str) -> bool {
+    USED.binary_search(&name).is_ok()
+}
+
+/// The keys kastle acts on, sorted (the broker, log, replica and coordinator code read them).
+/// A key missing here is accepted but has no effect.
+static USED: &[&str] = &[
+    "advertised.listeners",
+    "auto.create.topics.enable",
+    "auto.leader.rebalance.enable",
+    "broker.id",
+    "broker.id.generation.enable",
+    "broker.rack",
+    "compression.type",
+    "connections.max.idle.ms",
+    "controlled.shutdown.enable",
+    "controlled.shutdown.max.retries",
+    "controlled.shutdown.retry.backoff.ms",
+    "default.replication.factor",
+    "delete.topic.enable",
+    "group.initial.rebalance.delay.ms",
+    "group.max.session.timeout.ms",
+    "group.max.size",
+    "group.min.session.timeout.ms",
+    "inter.broker.listener.name",
+    "inter.broker.protocol.version",
+    "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage",
+    "listener.security.protocol.map",
+    "listeners",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.enable",
+    "log.cleaner.io.buffer.size",
+    "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.threads",
+    "log.cleanup.policy",
+    "log.dir",
+    "log.dirs",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "log.flush.offset.checkpoint.interval.ms",
+    "log.flush.scheduler.interval.ms",
+    "log.index.interval.bytes",
+    "log.index.size.max.bytes",
+    "log.message.timestamp.type",
+    "log.retention.bytes",
+    "log.retention.check.interval.ms",
+    "log.retention.hours",
+    "log.retention.minutes",
+    "log.retention.ms",
+    "log.roll.hours",
+    "log.roll.jitter.hours",
+    "log.roll.jitter.ms",
+    "log.roll.ms",
+    "log.segment.bytes",
+    "max.connections",
+    "max.connections.per.ip",
+    "max.incremental.fetch.session.cache.slots",
+    "message.max.bytes",
+    "metrics.listener",
+    "min.incremental.fetch.session.eviction.ms",
+    "min.insync.replicas",
+    "num.partitions",
+    "num.recovery.threads.per.data.dir",
+    "num.replica.fetchers",
+    "offset.metadata.max.bytes",
+    "offsets.commit.required.acks",
+    "offsets.commit.timeout.ms",
+    "offsets.load.buffer.size",
+    "offsets.retention.check.interval.ms",
+    "offsets.retention.minutes",
+    "offsets.topic.num.partitions",
+    "offsets.topic.replication.factor",
+    "offsets.topic.segment.bytes",
+    "producer.id.expiration.check.interval.ms",
+    "producer.id.expiration.ms",
+    "replica.fetch.backoff.ms",
+    "replica.fetch.max.bytes",
+    "replica.fetch.min.bytes",
+    "replica.fetch.response.max.bytes",
+    "replica.fetch.wait.max.ms",
+    "replica.high.watermark.checkpoint.interval.ms",
+    "replica.lag.time.max.ms",
+    "replica.socket.timeout.ms",
+    "reserved.broker.max.id",
+    "security.inter.broker.protocol",
+    "socket.request.max.bytes",
+    "unclean.leader.election.enable",
+    "zookeeper.connect",
+    "zookeeper.connection.timeout.ms",
+    "zookeeper.session.timeout.ms",
+];
+
+/// Kafka declares these as STRING (and splits them itself); kastle parses them as lists.
+const KAFKA_STRING_KEYS: &[&str] = &[
+    "advertised.listeners",
+    "listener.security.protocol.map",
+    "listeners",
+    "log.dirs",
+];
+
+/// The type Kafka 3.9 declares for `def` (what DescribeConfigs v3+ reports).
+pub fn kafka_type(def: &ConfigKey) -> ConfigType {
+    if KAFKA_STRING_KEYS.contains(&def.name) {
+        ConfigType::String
+    } else {
+        def.ty
+    }
 }
 
 /// The definition governing `name`: an exact table key, or the `listener.name.*` template.
 pub fn resolve(name: &str) -> Option<&'static ConfigKey> {
-    if let Some(def) = KEYS.iter().find(|d| d.name == name) {
+    if let Some(def) = all_keys().find(|d| d.name == name) {
         return Some(def);
     }
     let rest = name.strip_prefix(LISTENER_PREFIX)?;
@@ -322,7 +441,7 @@ pub fn env_suffix(name: &str) -> String {
 /// anything else is lower-cased with `_` → `.` (for `listener.name.*`). `Err` carries that
 /// derived name for the unknown-key error.
 pub fn key_for_env_suffix(suffix: &str) -> Result<String, String> {
-    if let Some(def) = KEYS.iter().find(|d| env_suffix(d.name) == suffix) {
+    if let Some(def) = all_keys().find(|d| env_suffix(d.name) == suffix) {
         return Ok(def.name.to_string());
     }
     let derived = suffix.to_ascii_lowercase().replace('_', ".");
@@ -335,7 +454,7 @@ pub fn key_for_env_suffix(suffix: &str) -> Result<String, String> {
 /// The known key closest to `unknown` by edit distance, if it is close enough to be a typo.
 pub fn suggest(unknown: &str) -> Option<&'static str> {
     let limit = (unknown.chars().count() / 4).max(2);
-    KEYS.iter()
+    all_keys()
         .map(|d| (edit_distance(unknown, d.name), d.name))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, name)| (*d, *name))
@@ -375,9 +494,38 @@ mod tests {
     }
 
     #[test]
+    fn used_keys_are_sorted_known_table_keys() {
+        assert!(USED.windows(2).all(|w| w[0] < w[1]));
+        for name in USED {
+            assert!(KEYS.iter().any(|d| d.name == *name), "{name}");
+        }
+        assert!(is_used("log.retention.hours"));
+        assert!(!is_used("ssl.keystore.location"));
+        assert!(!is_used("remote.log.storage.system.enable"));
+    }
+
+    #[test]
+    fn every_kafka_3_9_broker_key_is_known() {
+        // Kafka 3.9 documents 314 broker keys; kastle adds a few of its own.
+        let kafka_only = [
+            "metrics.listener",
+            "min.incremental.fetch.session.eviction.ms",
+            "leader.replication.throttled.rate",
+            "follower.replication.throttled.rate",
+            "replica.alter.log.dirs.io.max.bytes.per.second",
+            "producer.id.expiration.check.interval.ms",
+            "super.users",
+        ];
+        let kafka = all_keys().filter(|d| !kafka_only.contains(&d.name)).count();
+        assert_eq!(kafka, 314);
+        assert_eq!(suggest("log.retention.hourz"), Some("log.retention.hours"));
+        assert!(resolve("remote.log.storage.system.enable").is_some());
+    }
+
+    #[test]
     fn key_names_are_unique() {
-        let names: BTreeSet<_> = all_keys().iter().map(|d| d.name).collect();
-        assert_eq!(names.len(), all_keys().len());
+        let names: BTreeSet<_> = all_keys().map(|d| d.name).collect();
+        assert_eq!(names.len(), all_keys().count());
     }
 
     #[test]
