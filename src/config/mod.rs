@@ -16,17 +16,23 @@
 //! | `validate.rs` | cross-key checks and building `KafkaConfig` |
 //! | `listeners.rs` | `EndPoint`, `SecurityProtocol`, listener parsing |
 //! | `error.rs` | `ConfigError` |
+//! | `describe.rs` | DescribeConfigs' values, sources and synonyms over the config layers |
+//! | `topic_defs.rs` | the topic-level configs (type, doc) and their broker synonyms |
 
 mod defs;
 mod defs_kafka;
+pub mod describe;
 mod error;
 mod listeners;
 mod load;
 mod parse;
 mod properties;
+mod topic_defs;
 mod validate;
 mod value;
 
+#[cfg(test)]
+mod tests_describe;
 #[cfg(test)]
 mod tests_sources;
 #[cfg(test)]
