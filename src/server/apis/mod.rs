@@ -6,6 +6,7 @@ mod controller_requests;
 mod create_partitions;
 mod create_topics;
 mod delete_topics;
+mod describe_configs;
 mod elect_leaders;
 mod fetch;
 mod groups;
@@ -48,6 +49,8 @@ pub struct KafkaApis {
     pub metadata_cache: Arc<MetadataCache>,
     pub zk: KafkaZkClient<ZkSession>,
     pub config: ApiConfig,
+    /// The broker's static config (DescribeConfigs' static and default layers).
+    pub broker_config: Arc<crate::config::KafkaConfig>,
     /// The group coordinator for the `__consumer_offsets` partitions this broker leads.
     pub groups: std::sync::Arc<crate::coordinator::group::GroupCoordinator>,
     /// Producer ids for InitProducerId, claimed in blocks from ZooKeeper.
@@ -106,6 +109,9 @@ impl RequestHandler for KafkaApis {
             RequestKind::CreateTopics(r) => {
                 Some(ResponseKind::CreateTopics(create_topics::handle(self, &ctx, r).await))
             }
+            RequestKind::DescribeConfigs(r) => Some(ResponseKind::DescribeConfigs(
+                describe_configs::handle(self, &ctx, r).await,
+            )),
             RequestKind::InitProducerId(r) => {
                 Some(ResponseKind::InitProducerId(init_producer_id::handle(self, r).await))
             }
