@@ -282,19 +282,26 @@ async fn a_server_properties_with_every_kafka_3_9_broker_key_starts_a_broker_wit
         .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
         .spawn()
         .expect("spawn kastle");
-    let mut guard = KillOnDrop(child);
+    let guard = KillOnDrop(std::sync::Mutex::new(child));
     let zk = zookeeper().session(&chroot).await;
     let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let exited = || guard.0.lock().ok().and_then(|mut c| c.try_wait().ok().flatten());
     common::wait_until_else(
         Duration::from_secs(60),
-        "the broker registers in ZooKeeper",
+        "the broker registers in ZooKeeper (or exits)",
         || {
             let zk = zk.clone();
-            async move { zk.exists("/brokers/ids/1").await.ok().flatten().is_some() }
+            let gone = exited().is_some();
+            async move { gone || zk.exists("/brokers/ids/1").await.ok().flatten().is_some() }
         },
         stderr,
     )
     .await;
+    assert!(
+        exited().is_none(),
+        "the broker exited instead of starting:\n{}",
+        stderr()
+    );
     let log = stderr();
     let warnings: Vec<&str> = log
         .lines()
@@ -302,17 +309,15 @@ async fn a_server_properties_with_every_kafka_3_9_broker_key_starts_a_broker_wit
         .collect();
     assert_eq!(warnings.len(), 1, "{log}");
     assert!(warnings[0].contains("remote.log.storage.system.enable") && warnings[0].contains("sasl.jaas.config"));
-    assert!(
-        guard.0.try_wait().expect("try_wait").is_none(),
-        "the broker runs: {log}"
-    );
 }
 
-struct KillOnDrop(std::process::Child);
+struct KillOnDrop(std::sync::Mutex<std::process::Child>);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        if let Ok(child) = self.0.get_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
