@@ -128,23 +128,25 @@ async fn broker_layers(
     apis: &KafkaApis,
     cached: &mut Option<Result<BrokerLayers, Failure>>,
 ) -> Result<BrokerLayers, Failure> {
-    if cached.is_none() {
-        let read = async {
-            let own = apis
-                .zk
-                .entity_config("brokers", &apis.broker_id.0.to_string())
-                .await
-                .map_err(zk_failure)?;
-            let default = apis
-                .zk
-                .entity_config("brokers", "<default>")
-                .await
-                .map_err(zk_failure)?;
-            Ok(BrokerLayers::new(&apis.broker_config, &own, &default))
-        };
-        *cached = Some(read.await);
+    if let Some(layers) = cached {
+        return layers.clone();
     }
-    cached.clone().unwrap_or_else(|| Err((ec::UNKNOWN_SERVER_ERROR, None)))
+    let read = async {
+        let own = apis
+            .zk
+            .entity_config("brokers", &apis.broker_id.0.to_string())
+            .await
+            .map_err(zk_failure)?;
+        let default = apis
+            .zk
+            .entity_config("brokers", "<default>")
+            .await
+            .map_err(zk_failure)?;
+        Ok(BrokerLayers::new(&apis.broker_config, &own, &default))
+    };
+    let layers = read.await;
+    *cached = Some(layers.clone());
+    layers
 }
 
 fn zk_failure(e: crate::zk::KafkaZkError) -> Failure {
