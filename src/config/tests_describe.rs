@@ -126,6 +126,13 @@ fn broker_keys_show_static_and_default_sources_read_only_and_hidden_secrets() {
             syn("min.insync.replicas", "1", ConfigSource::Default),
         ]
     );
+    assert!(
+        min_isr
+            .documentation
+            .is_some_and(|d| d.starts_with("When a producer sets acks to \"all\"")),
+        "Kafka's documentation: {:?}",
+        min_isr.documentation
+    );
     let session = entry(&broker, "zookeeper.session.timeout.ms");
     assert_eq!((session.source, session.read_only), (ConfigSource::Default, true));
     let password = entry(&broker, "ssl.keystore.password");
