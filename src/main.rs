@@ -244,6 +244,9 @@ fn main() -> ExitCode {
             Command::Config(ConfigCommand::Check { file, overrides }) => match load_config(Some(file), overrides) {
                 Ok(config) => {
                     print!("{}", config.render_effective());
+                    if let Some(warning) = config.unused_warning() {
+                        eprintln!("kastle: {warning}");
+                    }
                     ExitCode::SUCCESS
                 }
                 Err(code) => code,
@@ -298,6 +301,9 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
 async fn run_broker(config: KafkaConfig) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     tracing::info!("KafkaConfig values:\n{}", config.render_effective());
+    if let Some(warning) = config.unused_warning() {
+        tracing::warn!("{warning}");
+    }
     // Handlers go in before start-up: a SIGTERM that arrives while the broker starts (it may
     // already be registered) must lead to a clean shutdown, not the default kill.
     let mut sigterm = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;

@@ -156,3 +156,69 @@ fn a_broker_with_listeners_it_cannot_secure_refuses_to_start_naming_them() {
     let (code, _, err) = kastle(&["config", "check", &file], &[]);
     assert_eq!(code, 2, "config check refuses it too: {err}");
 }
+
+/// The fixture with every broker key Kafka 3.9 documents, filled in for a broker at `zk`.
+fn every_kafka_key_properties(dir: &Path, zk: &str, log_dirs: &Path) -> String {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kafka-3.9-all-broker-keys.properties");
+    let text = std::fs::read_to_string(fixture)
+        .expect("fixture")
+        .replace("@ZOOKEEPER_CONNECT@", zk)
+        .replace("@LOG_DIRS@", &log_dirs.display().to_string());
+    write(dir, "server.properties", &text)
+}
+
+#[test]
+fn every_kafka_3_9_broker_key_is_accepted_and_the_unused_ones_are_marked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = every_kafka_key_properties(dir.path(), "127.0.0.1:1/k", &dir.path().join("logs"));
+    let text = std::fs::read_to_string(&file).expect("read");
+    let set = text.lines().filter(|l| l.contains('=') && !l.starts_with('#')).count();
+    // Two keys Kafka refuses together with others are left out (inter.broker.listener.name with
+    // security.inter.broker.protocol; control.plane.listener.name needs a listener of its own).
+    let left_out = text.lines().filter(|l| l.contains("= (left out:")).count();
+    assert_eq!((set, left_out), (312, 2), "the 314 keys Kafka 3.9 documents");
+    let (code, out, err) = kastle(&["config", "check", &file], &[]);
+    assert_eq!(code, 0, "{err}");
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("accepted, not used by kastle: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning: {err}");
+    for unused in [
+        "remote.log.storage.system.enable",
+        "sasl.jaas.config",
+        "ssl.keystore.location",
+        "process.roles",
+    ] {
+        assert!(warnings[0].contains(unused), "{unused} in {}", warnings[0]);
+        assert!(
+            line_for(&out, unused).contains("not used by kastle"),
+            "{}",
+            line_for(&out, unused)
+        );
+    }
+    assert!(
+        !warnings[0].contains("log.retention.hours"),
+        "a used key is not listed: {}",
+        warnings[0]
+    );
+    assert!(!line_for(&out, "log.retention.hours").contains("not used"), "{out}");
+}
+
+#[test]
+fn a_typo_of_a_kafka_key_exits_2_naming_the_key_it_resembles() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write(
+        dir.path(),
+        "server.properties",
+        "zookeeper.connect=127.0.0.1:1\nlog.retention.hourz=5\n",
+    );
+    for args in [vec!["config", "check", &file], vec!["broker", "--config", &file]] {
+        let (code, _, err) = kastle(&args, &[]);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains("\"log.retention.hourz\"") && err.contains("did you mean \"log.retention.hours\""),
+            "{err}"
+        );
+    }
+}

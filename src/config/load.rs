@@ -140,7 +140,7 @@ mod tests {
     #[test]
     fn defaults_cover_every_table_key() {
         let entries = defaults().expect("defaults parse");
-        assert_eq!(entries.len(), defs::all_keys().len());
+        assert_eq!(entries.len(), defs::all_keys().count());
         assert!(entries.values().all(|e| e.source == Source::Default));
     }
 }

@@ -8,23 +8,31 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `defs.rs` | the table of known keys (type, default, validator, doc) and name lookups |
+//! | `defs.rs` | kastle's table of keys (type, default, validator, doc), which it uses, name lookups |
+//! | `defs_kafka.rs` | the other Kafka 3.9 broker keys (accepted, not used) and dynamic update modes |
 //! | `value.rs` | `Value`, `Source`, typed parsing and validators |
 //! | `parse.rs` / `properties.rs` | the YAML and `.properties` readers |
 //! | `load.rs` | `ConfigSources`, precedence, unknown-key and type errors |
 //! | `validate.rs` | cross-key checks and building `KafkaConfig` |
 //! | `listeners.rs` | `EndPoint`, `SecurityProtocol`, listener parsing |
 //! | `error.rs` | `ConfigError` |
+//! | `describe.rs` | DescribeConfigs' values, sources and synonyms over the config layers |
+//! | `topic_defs.rs` | the topic-level configs (type, doc) and their broker synonyms |
 
 mod defs;
+mod defs_kafka;
+pub mod describe;
 mod error;
 mod listeners;
 mod load;
 mod parse;
 mod properties;
+mod topic_defs;
 mod validate;
 mod value;
 
+#[cfg(test)]
+mod tests_describe;
 #[cfg(test)]
 mod tests_sources;
 #[cfg(test)]
@@ -35,7 +43,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use defs::{all_keys, ConfigKey, ConfigType, Validator};
+pub use defs::{all_keys, is_used, kafka_type, ConfigKey, ConfigType, Validator};
+pub use defs_kafka::{update_mode, UpdateMode};
 pub use error::ConfigError;
 pub use listeners::{EndPoint, SecurityProtocol};
 pub use load::{load, ConfigSources, ENV_PREFIX};
@@ -84,16 +93,35 @@ impl KafkaConfig {
         self.entries.get(key).map(|e| &e.source)
     }
 
-    /// One line per key, sorted by name: `broker.id = 1    (file config/broker-1.yaml)`.
-    /// Passwords read `[hidden]`, nulls `null`. Meant for the start-up log, like Kafka's
-    /// "KafkaConfig values:".
+    /// One line per key, sorted by name: `broker.id = 1    (file config/broker-1.yaml)`;
+    /// keys kastle does not act on read `(default, not used by kastle)`. Passwords read
+    /// `[hidden]`, nulls `null`. Meant for the start-up log, like Kafka's "KafkaConfig values:",
+    /// and for `kastle config check`.
     pub fn render_effective(&self) -> String {
         let mut out = String::new();
         for (key, entry) in &self.entries {
+            let unused = if defs::is_used(key) { "" } else { ", not used by kastle" };
             // Writing to a String cannot fail.
-            let _ = writeln!(out, "{key} = {}    ({})", entry.value, entry.source);
+            let _ = writeln!(out, "{key} = {}    ({}{unused})", entry.value, entry.source);
         }
         out
+    }
+
+    /// The keys given in the file, env or overrides that kastle accepts but does not act on,
+    /// sorted by name.
+    pub fn unused_keys(&self) -> Vec<&str> {
+        self.entries
+            .iter()
+            .filter(|(key, entry)| entry.source != Source::Default && !defs::is_used(key))
+            .map(|(key, _)| key.as_str())
+            .collect()
+    }
+
+    /// The one start-up warning naming every key set that kastle does not act on (Kafka logs
+    /// unused keys instead of refusing them); `None` when there is none.
+    pub fn unused_warning(&self) -> Option<String> {
+        let unused = self.unused_keys();
+        (!unused.is_empty()).then(|| format!("accepted, not used by kastle: {}", unused.join(", ")))
     }
 
     /// `Int` or `Short` value of `key`.

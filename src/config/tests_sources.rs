@@ -429,7 +429,9 @@ fn render_effective_lists_every_key_with_its_source_and_hides_passwords() {
     );
     assert!(text.contains("num.partitions = 4    (env KASTLE_CFG_NUM_PARTITIONS)\n"));
     assert!(text.contains("ssl.keystore.password = [hidden]    (file"));
-    assert!(text.contains("listener.name.internal.scram-sha-256.sasl.jaas.config = [hidden]    (--override)"));
+    assert!(text.contains(
+        "listener.name.internal.scram-sha-256.sasl.jaas.config = [hidden]    (--override, not used by kastle)"
+    ));
     assert!(text.contains("log.dirs = null    (default)\n"));
     assert!(text.contains("log.cleaner.min.cleanable.ratio = 0.5    (default)\n"));
     assert!(!text.contains("hunter2") && !text.contains("secret-jaas"));

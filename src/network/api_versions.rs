@@ -42,6 +42,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
+    (ApiKey::DescribeConfigs, 0, 4),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::ElectLeaders, 0, 2),

@@ -148,6 +148,7 @@ async fn start_registered(
             delete_topic_enable: config.get_bool("delete.topic.enable").unwrap_or(true),
             inter_broker_listener: config.inter_broker_listener_name().to_string(),
         },
+        broker_config: Arc::new(config.clone()),
         groups: groups.clone(),
         producer_ids: crate::server::producer_ids::ProducerIdManager::new(zk.clone(), id),
         controller: std::sync::OnceLock::new(),

@@ -166,7 +166,17 @@ impl<S: ZkStore> KafkaZkClient<S> {
 
     /// A topic's config overrides from `/config/topics/<t>` (empty when the znode is missing).
     pub async fn topic_config(&self, topic: &str) -> Result<std::collections::BTreeMap<String, String>, KafkaZkError> {
-        let path = paths::config_entity("topics", topic);
+        self.entity_config("topics", topic).await
+    }
+
+    /// The `config` map of `/config/<entity_type>/<entity>` (e.g. `brokers`/`<default>`); empty
+    /// when the znode is missing.
+    pub async fn entity_config(
+        &self,
+        entity_type: &str,
+        entity: &str,
+    ) -> Result<std::collections::BTreeMap<String, String>, KafkaZkError> {
+        let path = paths::config_entity(entity_type, entity);
         match self.store.get_data(&path).await {
             Ok((data, _)) => Ok(decode::<EntityConfig>(&path, &data)?.config),
             Err(ZkError::NoNode { .. }) => Ok(Default::default()),

@@ -8,6 +8,7 @@ mod create_topics;
 mod delete_records;
 mod delete_topics;
 mod describe_cluster;
+mod describe_configs;
 mod elect_leaders;
 mod fetch;
 mod groups;
@@ -50,6 +51,8 @@ pub struct KafkaApis {
     pub metadata_cache: Arc<MetadataCache>,
     pub zk: KafkaZkClient<ZkSession>,
     pub config: ApiConfig,
+    /// The broker's static config (DescribeConfigs' static and default layers).
+    pub broker_config: Arc<crate::config::KafkaConfig>,
     /// The group coordinator for the `__consumer_offsets` partitions this broker leads.
     pub groups: std::sync::Arc<crate::coordinator::group::GroupCoordinator>,
     /// Producer ids for InitProducerId, claimed in blocks from ZooKeeper.
@@ -108,6 +111,9 @@ impl RequestHandler for KafkaApis {
             RequestKind::CreateTopics(r) => {
                 Some(ResponseKind::CreateTopics(create_topics::handle(self, &ctx, r).await))
             }
+            RequestKind::DescribeConfigs(r) => Some(ResponseKind::DescribeConfigs(
+                describe_configs::handle(self, &ctx, r).await,
+            )),
             RequestKind::InitProducerId(r) => {
                 Some(ResponseKind::InitProducerId(init_producer_id::handle(self, r).await))
             }
