@@ -19,12 +19,12 @@ use super::replica_changes;
 use super::requests::{self, ControllerContext};
 use super::state_changes;
 use super::stats;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError, StoredLeadership};
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::paths;
 use crate::zk::session::SessionEvent;
-use crate::zk::store::{WatchMode, ZkStore};
-use crate::zk::ZkSession;
+use crate::zk::store::WatchMode;
 
 /// The answer to a ControlledShutdown: partitions the broker still leads, or why not.
 pub type ShutdownResult = Result<Vec<(String, i32)>, ControllerError>;
@@ -136,9 +136,9 @@ pub(super) struct Active {
     pub(super) watches: ZNodeWatches,
 }
 
-pub(super) struct Controller {
+pub(super) struct Controller<S> {
     pub(super) config: ControllerConfig,
-    pub(super) zk: ZkSession,
+    pub(super) zk: S,
     pub(super) active: Option<Active>,
     /// Its own queue, for watches and callbacks that report back (offline replicas).
     pub(super) events: EventQueue,
@@ -150,7 +150,7 @@ pub(super) struct Controller {
 }
 
 /// Starts the controller module of this broker.
-pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Receiver<bool>) -> ControllerHandle {
+pub async fn start<S: ControllerStore>(config: ControllerConfig, zk: S, mut stop: watch::Receiver<bool>) -> ControllerHandle {
     stats::register();
     let (queue, mut rx) = event_manager::queue();
     let (state, active) = watch::channel(None);
@@ -184,7 +184,7 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
             Err(e) => tracing::error!(path, error = %e, "controller cannot watch"),
         }
     }
-    let mut session_events = zk.subscribe();
+    let mut session_events = zk.session_events();
     let session_queue = queue.clone();
     tokio::spawn(async move {
         while let Ok(e) = session_events.recv().await {
@@ -240,7 +240,7 @@ pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Rec
 
 const NOT_CONTROLLER: ControllerError = ControllerError::NotController;
 
-impl Controller {
+impl<S: ControllerStore> Controller<S> {
     async fn process(&mut self, event: Event) {
         let result = match event {
             Event::Startup | Event::ControllerChange | Event::SessionEstablished => self.elect_with_backoff().await,

@@ -33,6 +33,7 @@ pub mod replica_state;
 pub mod requests;
 pub mod state_changes;
 pub mod stats;
+pub mod store;
 mod timing;
 mod topic_deletion;
 pub mod zk_ops;

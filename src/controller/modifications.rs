@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use super::store::ControllerStore;
 use super::controller::Controller;
 use super::event_manager::Event;
 use super::requests;
@@ -75,7 +76,7 @@ pub fn broker_update(known: &RegisteredBroker, read: &RegisteredBroker) -> Broke
     }
 }
 
-impl Controller {
+impl<S: ControllerStore> Controller<S> {
     /// Watches the data of each topic's `/brokers/topics/<t>` (PartitionModifications).
     pub(super) async fn watch_topics(&mut self, topics: &[String]) {
         let wanted = topics

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::store::ControllerStore;
 use super::controller::{Controller, ShutdownError};
 use super::decisions;
 use super::error::ControllerError;
@@ -14,9 +15,8 @@ use super::replica_state::ReplicaState;
 use super::zk_ops::{self, ControllerZkError};
 use crate::types::BrokerId;
 use crate::zk::paths;
-use crate::zk::store::ZkStore;
 
-impl Controller {
+impl<S: ControllerStore> Controller<S> {
     /// Kafka's controlled shutdown: leaderships of multi-replica partitions move to another ISR
     /// member, and the broker leaves the ISRs it follows in; the answer lists what it still leads.
     pub(super) async fn on_controlled_shutdown(
