@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use super::channel::{Answer, ControlRequest, ControllerChannel};
+use super::channel::{Answer, ControlRequest, ControllerChannel, Transport};
 use super::decisions;
 use super::election_backoff::{missing_tree_path, ElectionBackoff};
 use super::error::ControllerError;
@@ -147,10 +147,22 @@ pub(super) struct Controller<S> {
     pub(super) backoff: ElectionBackoff,
     /// The missing ZooKeeper tree was reported (once, until a failover succeeds again).
     pub(super) tree_missing_logged: bool,
+    /// How each term's channel reaches brokers.
+    transport: Transport,
 }
 
 /// Starts the controller module of this broker.
-pub async fn start<S: ControllerStore>(config: ControllerConfig, zk: S, mut stop: watch::Receiver<bool>) -> ControllerHandle {
+pub async fn start<S: ControllerStore>(config: ControllerConfig, zk: S, stop: watch::Receiver<bool>) -> ControllerHandle {
+    start_with(config, zk, stop, Transport::Network).await
+}
+
+/// [`start`], with the controller's requests to brokers going over `transport`.
+pub async fn start_with<S: ControllerStore>(
+    config: ControllerConfig,
+    zk: S,
+    mut stop: watch::Receiver<bool>,
+    transport: Transport,
+) -> ControllerHandle {
     stats::register();
     let (queue, mut rx) = event_manager::queue();
     let (state, active) = watch::channel(None);
@@ -222,6 +234,7 @@ pub async fn start<S: ControllerStore>(config: ControllerConfig, zk: S, mut stop
         events: queue.clone(),
         backoff: ElectionBackoff::default(),
         tree_missing_logged: false,
+        transport,
     };
     tokio::spawn(async move {
         loop {
@@ -385,7 +398,7 @@ impl<S: ControllerStore> Controller<S> {
         self.active = Some(Active {
             epoch_version,
             ctx,
-            channel: ControllerChannel::new(on_answer),
+            channel: ControllerChannel::with_transport(on_answer, self.transport.clone()),
             watches: ZNodeWatches::default(),
         });
         // Active before the failover, as Kafka sets activeControllerId before

@@ -23,6 +23,8 @@ pub mod election;
 pub mod election_backoff;
 pub mod error;
 mod event_manager;
+#[cfg(test)]
+mod loop_tests;
 pub mod modifications;
 mod notifications;
 mod operations;
