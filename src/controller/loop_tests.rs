@@ -304,6 +304,11 @@ async fn a_zombie_controllers_writes_are_refused_and_it_steps_down() {
     assert!(matches!(fenced, Err(ControllerZkError::ControllerMoved)));
     assert_eq!(admin.exists("/zombie").await.expect("exists"), None);
 
+    // It heard nothing: an event that writes nothing finds it still active.
+    let processed = zombie.controller.elect_leaders(Some(Vec::new()), false).await;
+    assert!(processed.is_ok() && zombie.controller.is_active(), "the zombie missed its replacement");
+    assert_eq!(zombie.zk.held_watch_events(), 2, "/controller deleted and created");
+
     // A controlled shutdown of broker 2 would drop it from t-0's ISR: the write is refused.
     let before = state(&admin, "t", 0).await.expect("state");
     let answer = zombie.controller.controlled_shutdown(BrokerId(2), -1).await;
