@@ -294,16 +294,6 @@ async fn a_zombie_controllers_writes_are_refused_and_it_steps_down() {
     admin.delete(paths::CONTROLLER, None).await.expect("delete /controller");
     let elected = zk_ops::elect(&two, BrokerId(2)).await.expect("elect");
     assert_eq!(elected.map(|(e, _)| e), Some(ControllerEpoch(2)));
-    // The fencing itself: a multi checking the old version fails as ControllerMoved.
-    let fenced = zk_ops::fenced(&zombie.zk, stale_version, vec![Op::Create {
-        path: "/zombie".into(),
-        data: vec![],
-        mode: CreateMode::Persistent,
-    }])
-    .await;
-    assert!(matches!(fenced, Err(ControllerZkError::ControllerMoved)));
-    assert_eq!(admin.exists("/zombie").await.expect("exists"), None);
-
     // It heard nothing: an event that writes nothing finds it still active.
     let processed = zombie.controller.elect_leaders(Some(Vec::new()), false).await;
     assert!(processed.is_ok() && zombie.controller.is_active(), "the zombie missed its replacement");
@@ -316,6 +306,16 @@ async fn a_zombie_controllers_writes_are_refused_and_it_steps_down() {
     assert!(!zombie.controller.is_active(), "it stepped down");
     assert_eq!(state(&admin, "t", 0).await, Some(before), "nothing written");
     assert_eq!(controller_epoch(&admin).await.0, 2);
+
+    // The fencing itself: a multi checking the old version fails as ControllerMoved.
+    let fenced = zk_ops::fenced(&zombie.zk, stale_version, vec![Op::Create {
+        path: "/zombie".into(),
+        data: vec![],
+        mode: CreateMode::Persistent,
+    }])
+    .await;
+    assert!(matches!(fenced, Err(ControllerZkError::ControllerMoved)));
+    assert_eq!(admin.exists("/zombie").await.expect("exists"), None);
 }
 
 /// Deleting a topic: StopReplica(delete) to each replica; the topic's znodes stay until every
