@@ -372,3 +372,42 @@ async fn a_deleted_topic_is_gone_once_every_replica_confirms() {
     .await;
     assert!(state(&admin, "d", 0).await.is_none());
 }
+
+/// The controller's session expires: it resigns (its `/controller` went with the session);
+/// once a new session is up it runs again and wins the next epoch.
+#[tokio::test]
+async fn an_expired_controller_session_resigns_and_the_new_session_is_elected_again() {
+    let admin = cluster().await;
+    let one = broker(&admin, 1).await;
+    assert_eq!(one.active_epoch().await, ControllerEpoch(1));
+    one.zk.expire_session();
+    eventually("broker 1 resigning", || async { !one.controller.is_active() }).await;
+    assert_eq!(controller_id(&admin).await, None);
+    one.zk.renew_session();
+    assert_eq!(one.active_epoch().await, ControllerEpoch(2));
+    assert_eq!(controller_id(&admin).await, Some(BrokerId(1)));
+    assert_eq!(controller_epoch(&admin).await.0, 2);
+}
+
+/// The election multi is applied but its reply is lost: the broker cannot know it won, so
+/// it lets that `/controller` go and is elected again; the term it then acts in is the one
+/// in ZooKeeper, and its fenced writes carry it.
+#[tokio::test]
+async fn a_lost_reply_to_the_election_ends_with_one_controller_whose_writes_succeed() {
+    let admin = cluster().await;
+    admin
+        .create(paths::CONTROLLER_EPOCH, b"0", CreateMode::Persistent)
+        .await
+        .expect("epoch");
+    let zk = register(&admin, 1).await;
+    zk.lose_next_write_reply();
+    let one = start_controller(zk, 1).await;
+    let epoch = one.active_epoch().await;
+    assert_eq!(epoch, ControllerEpoch(2), "epoch 1 was won unknowingly and given up");
+    assert_eq!(controller_epoch(&admin).await.0, 2);
+    create_topic(&admin, "t", &[&[1]]).await;
+    eventually("t-0 written in epoch 2", || async {
+        state(&admin, "t", 0).await.is_some_and(|s| s.controller_epoch == 2 && s.leader == 1)
+    })
+    .await;
+}
