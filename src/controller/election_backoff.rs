@@ -16,9 +16,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::store::ControllerStore;
 use super::controller::Controller;
 use super::event_manager::Event;
+use super::store::ControllerStore;
 use super::zk_ops::ControllerZkError;
 use crate::zk::paths;
 use crate::zk::store::ZkError;

@@ -12,7 +12,7 @@ use kafka_protocol::messages::StopReplicaResponse;
 use tokio::sync::{mpsc, watch};
 
 use super::channel::{self, ControlRequest, Sent, Transport};
-use super::controller::{start_with, ControllerConfig, ControllerHandle};
+use super::handle::{start_with, ControllerConfig, ControllerHandle};
 use super::zk_ops::{self, ControllerZkError, StoredLeadership};
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::fake::FakeZk;
@@ -209,7 +209,9 @@ async fn election_writes_controller_and_bumps_the_epoch_and_failover_moves_it() 
     assert_eq!(controller_epoch(&admin).await.0, 2);
     eventually("broker 1 resigning", || async { !first.controller.is_active() }).await;
     let announced = second
-        .next_sent("UpdateMetadata", |s| matches!(s.request, ControlRequest::UpdateMetadata(_)))
+        .next_sent("UpdateMetadata", |s| {
+            matches!(s.request, ControlRequest::UpdateMetadata(_))
+        })
         .await;
     let ControlRequest::UpdateMetadata(r) = &announced.request else {
         unreachable!()
@@ -235,8 +237,14 @@ async fn a_new_topic_gets_leaders_and_isrs_in_its_state_znodes() {
     .await;
     let p0 = state(&admin, "t", 0).await.expect("p0");
     let p1 = state(&admin, "t", 1).await.expect("p1");
-    assert_eq!((p0.leader, p0.leader_epoch, p0.isr.clone(), p0.controller_epoch), (1, 0, ids(&[1, 2]), 1));
-    assert_eq!((p1.leader, p1.leader_epoch, p1.isr.clone(), p1.controller_epoch), (2, 0, ids(&[2, 3]), 1));
+    assert_eq!(
+        (p0.leader, p0.leader_epoch, p0.isr.clone(), p0.controller_epoch),
+        (1, 0, ids(&[1, 2]), 1)
+    );
+    assert_eq!(
+        (p1.leader, p1.leader_epoch, p1.isr.clone(), p1.controller_epoch),
+        (2, 0, ids(&[2, 3]), 1)
+    );
     let to_three = one
         .next_sent("LeaderAndIsr to broker 3", |s| {
             s.broker == BrokerId(3) && !leader_and_isr_states(s, "t").is_empty()
@@ -296,7 +304,10 @@ async fn a_zombie_controllers_writes_are_refused_and_it_steps_down() {
     assert_eq!(elected.map(|(e, _)| e), Some(ControllerEpoch(2)));
     // It heard nothing: an event that writes nothing finds it still active.
     let processed = zombie.controller.elect_leaders(Some(Vec::new()), false).await;
-    assert!(processed.is_ok() && zombie.controller.is_active(), "the zombie missed its replacement");
+    assert!(
+        processed.is_ok() && zombie.controller.is_active(),
+        "the zombie missed its replacement"
+    );
     assert_eq!(zombie.zk.held_watch_events(), 2, "/controller deleted and created");
 
     // A controlled shutdown of broker 2 would drop it from t-0's ISR: the write is refused.
@@ -308,11 +319,15 @@ async fn a_zombie_controllers_writes_are_refused_and_it_steps_down() {
     assert_eq!(controller_epoch(&admin).await.0, 2);
 
     // The fencing itself: a multi checking the old version fails as ControllerMoved.
-    let fenced = zk_ops::fenced(&zombie.zk, stale_version, vec![Op::Create {
-        path: "/zombie".into(),
-        data: vec![],
-        mode: CreateMode::Persistent,
-    }])
+    let fenced = zk_ops::fenced(
+        &zombie.zk,
+        stale_version,
+        vec![Op::Create {
+            path: "/zombie".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        }],
+    )
     .await;
     assert!(matches!(fenced, Err(ControllerZkError::ControllerMoved)));
     assert_eq!(admin.exists("/zombie").await.expect("exists"), None);
@@ -362,12 +377,7 @@ async fn a_deleted_topic_is_gone_once_every_replica_confirms() {
     confirm(&asked[1]);
     eventually("d's znodes gone", || async {
         admin.exists(&paths::topic("d")).await.ok().flatten().is_none()
-            && admin
-                .exists(&paths::delete_topic("d"))
-                .await
-                .ok()
-                .flatten()
-                .is_none()
+            && admin.exists(&paths::delete_topic("d")).await.ok().flatten().is_none()
     })
     .await;
     assert!(state(&admin, "d", 0).await.is_none());
@@ -407,7 +417,9 @@ async fn a_lost_reply_to_the_election_ends_with_one_controller_whose_writes_succ
     assert_eq!(controller_epoch(&admin).await.0, 2);
     create_topic(&admin, "t", &[&[1]]).await;
     eventually("t-0 written in epoch 2", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.controller_epoch == 2 && s.leader == 1)
+        state(&admin, "t", 0)
+            .await
+            .is_some_and(|s| s.controller_epoch == 2 && s.leader == 1)
     })
     .await;
 }

@@ -8,10 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use super::store::ControllerStore;
 use super::controller::Controller;
 use super::event_manager::Event;
 use super::requests;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError, RegisteredBroker};
 use crate::types::BrokerId;
 use crate::zk::paths;

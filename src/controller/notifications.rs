@@ -9,8 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use super::store::ControllerStore;
 use super::controller::Controller;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
 use crate::zk::models::{IsrChangeNotification, ZNodePayload};
 use crate::zk::paths;

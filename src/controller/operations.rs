@@ -6,12 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::store::ControllerStore;
 use super::controller::{Controller, ShutdownError};
 use super::decisions;
 use super::error::ControllerError;
 use super::replica_changes;
 use super::replica_state::ReplicaState;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
 use crate::types::BrokerId;
 use crate::zk::paths;

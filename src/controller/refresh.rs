@@ -6,8 +6,8 @@
 //! an election never picks a follower its leader already removed, and the conditional writes
 //! carry the current version.
 
-use super::store::ControllerStore;
 use super::controller::Controller;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
 
 impl<S: ControllerStore> Controller<S> {

@@ -13,11 +13,11 @@
 use std::collections::BTreeMap;
 
 use super::channel::ControlRequest;
-use super::store::ControllerStore;
 use super::controller::Controller;
 use super::partition_state::PartitionState;
 use super::replica_changes::DeletionStep;
 use super::requests;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
 use crate::types::BrokerId;
 use crate::zk::paths;
