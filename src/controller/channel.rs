@@ -3,6 +3,10 @@
 //! with backoff until it succeeds or the broker is removed (dead brokers get nothing). Answers
 //! that need the controller ([`Answer`]: replicas in a failed log dir, replica deletions) are
 //! handed to a callback, which enqueues them as events; this module decides nothing.
+//!
+//! A channel built with [`Transport::Sink`] sends nothing over the network: each request is
+//! handed, as it is sent, to a sink as a [`Sent`], which the receiver (a test, later the
+//! cluster simulation) can answer in the broker's place.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -47,10 +51,61 @@ enum Queued {
 /// Called with each [`Answer`] and the broker that gave it.
 pub type AnswerCallback = Arc<dyn Fn(BrokerId, Answer) + Send + Sync>;
 
+/// Where a channel's requests go.
+#[derive(Clone, Default)]
+pub enum Transport {
+    /// To each broker's inter-broker listener, one connection and sender task per broker.
+    #[default]
+    Network,
+    /// To a sink, synchronously and in send order (tests and simulation).
+    Sink(mpsc::UnboundedSender<Sent>),
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Network => f.write_str("Network"),
+            Transport::Sink(_) => f.write_str("Sink"),
+        }
+    }
+}
+
+/// A request handed to a [`Transport::Sink`], with the means to answer it as the broker would.
+pub struct Sent {
+    pub broker: BrokerId,
+    pub request: ControlRequest,
+    on_answer: Option<AnswerCallback>,
+}
+
+impl std::fmt::Debug for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sent")
+            .field("broker", &self.broker)
+            .field("request", &self.request)
+            .finish()
+    }
+}
+
+impl Sent {
+    /// Reports what the broker's answer tells the controller, as the network sender does.
+    pub fn answer(&self, answer: Answer) {
+        if let Some(callback) = &self.on_answer {
+            callback(self.broker, answer);
+        }
+    }
+}
+
+/// How the channel reaches one broker.
+enum Link {
+    Task(mpsc::UnboundedSender<Queued>),
+    Sink(mpsc::UnboundedSender<Sent>),
+}
+
 #[derive(Default)]
 pub struct ControllerChannel {
-    senders: HashMap<BrokerId, mpsc::UnboundedSender<Queued>>,
+    senders: HashMap<BrokerId, Link>,
     on_answer: Option<AnswerCallback>,
+    transport: Transport,
 }
 
 impl std::fmt::Debug for ControllerChannel {
@@ -64,17 +119,29 @@ impl std::fmt::Debug for ControllerChannel {
 impl ControllerChannel {
     /// A channel that reports offline replicas and replica deletions to `on_answer`.
     pub fn new(on_answer: AnswerCallback) -> Self {
+        Self::with_transport(on_answer, Transport::Network)
+    }
+
+    /// A channel that sends over `transport`.
+    pub fn with_transport(on_answer: AnswerCallback, transport: Transport) -> Self {
         ControllerChannel {
             senders: HashMap::new(),
             on_answer: Some(on_answer),
+            transport,
         }
     }
 
     /// Starts a sender for `broker` at `addr` (its inter-broker listener).
     pub fn add_broker(&mut self, broker: BrokerId, addr: String, controller: BrokerId) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(send_loop(broker, addr, controller, rx, self.on_answer.clone()));
-        self.senders.insert(broker, tx);
+        let link = match &self.transport {
+            Transport::Network => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(send_loop(broker, addr, controller, rx, self.on_answer.clone()));
+                Link::Task(tx)
+            }
+            Transport::Sink(sink) => Link::Sink(sink.clone()),
+        };
+        self.senders.insert(broker, link);
     }
 
     /// Stops sending to `broker`; queued requests are dropped.
@@ -88,8 +155,15 @@ impl ControllerChannel {
 
     pub fn send(&self, broker: BrokerId, request: ControlRequest) {
         match self.senders.get(&broker) {
-            Some(tx) => {
+            Some(Link::Task(tx)) => {
                 let _ = tx.send(Queued::Request(request));
+            }
+            Some(Link::Sink(sink)) => {
+                let _ = sink.send(Sent {
+                    broker,
+                    request,
+                    on_answer: self.on_answer.clone(),
+                });
             }
             None => tracing::debug!(%broker, "not sending to a broker the controller does not consider live"),
         }
@@ -99,8 +173,15 @@ impl ControllerChannel {
     /// the broker is removed (or the controller resigns) first.
     pub fn barrier(&self, broker: BrokerId) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
-        if let Some(queue) = self.senders.get(&broker) {
-            let _ = queue.send(Queued::Barrier(tx));
+        match self.senders.get(&broker) {
+            Some(Link::Task(queue)) => {
+                let _ = queue.send(Queued::Barrier(tx));
+            }
+            // A sink takes each request as it is sent: nothing is outstanding.
+            Some(Link::Sink(_)) => {
+                let _ = tx.send(());
+            }
+            None => {}
         }
         rx
     }

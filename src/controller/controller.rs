@@ -1,5 +1,6 @@
-//! The controller: every broker runs one; the one that wins `/controller` decides leaders and
-//! ISRs. One task owns the context; ZooKeeper watches and session changes only enqueue events
+//! The controller's event loop: every broker runs one; the one that wins `/controller` decides
+//! leaders and ISRs. One task ([`super::handle::start`]) owns the context and the store it
+//! runs on (any [`ControllerStore`]: the real session, or `FakeZk` in unit tests); ZooKeeper watches and session changes only enqueue events
 //! (Kafka's ControllerEventManager). Each step reads what it needs, decides with the pure
 //! functions in [`super::election`], writes ZooKeeper in an epoch-fenced multi, then sends
 //! LeaderAndIsr / UpdateMetadata. A failed epoch check means another controller exists: resign.
@@ -9,22 +10,21 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use super::channel::{Answer, ControlRequest, ControllerChannel};
+use super::channel::{Answer, ControlRequest, ControllerChannel, Transport};
 use super::decisions;
 use super::election_backoff::{missing_tree_path, ElectionBackoff};
 use super::error::ControllerError;
-use super::event_manager::{self, Event, EventQueue, Reply, Trigger, ZNodeWatches};
+use super::event_manager::{Event, EventQueue, ZNodeWatches};
+use super::handle::ControllerConfig;
 use super::partition_state::PartitionState;
 use super::replica_changes;
 use super::requests::{self, ControllerContext};
 use super::state_changes;
 use super::stats;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError, StoredLeadership};
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::paths;
-use crate::zk::session::SessionEvent;
-use crate::zk::store::{WatchMode, ZkStore};
-use crate::zk::ZkSession;
 
 /// The answer to a ControlledShutdown: partitions the broker still leads, or why not.
 pub type ShutdownResult = Result<Vec<(String, i32)>, ControllerError>;
@@ -42,91 +42,6 @@ pub(super) enum ShutdownError {
 /// Decided leaderships by partition.
 type Decided = Vec<((String, i32), StoredLeadership)>;
 
-/// Settings the controller needs.
-#[derive(Debug, Clone)]
-pub struct ControllerConfig {
-    pub broker_id: BrokerId,
-    pub inter_broker_listener: String,
-    pub unclean_leader_election: bool,
-    /// `auto.leader.rebalance.enable`.
-    pub auto_leader_rebalance: bool,
-    /// `leader.imbalance.check.interval.seconds`.
-    pub leader_imbalance_check_interval: std::time::Duration,
-    /// `leader.imbalance.per.broker.percentage`.
-    pub leader_imbalance_per_broker_percentage: u32,
-}
-
-/// The controller as the rest of the broker sees it.
-#[derive(Debug, Clone)]
-pub struct ControllerHandle {
-    active: watch::Receiver<Option<ControllerEpoch>>,
-    events: EventQueue,
-}
-
-impl ControllerHandle {
-    /// The epoch while this broker is the active controller.
-    pub fn active_epoch(&self) -> Option<ControllerEpoch> {
-        *self.active.borrow()
-    }
-
-    pub fn is_active(&self) -> bool {
-        self.active.borrow().is_some()
-    }
-
-    /// Handles a ControlledShutdown request (on the active controller): moves leaderships off
-    /// `broker` and answers with the partitions it still leads.
-    pub async fn controlled_shutdown(&self, broker: BrokerId, broker_epoch: i64) -> ShutdownResult {
-        let (reply, rx) = Reply::new();
-        if !self.events.put(Event::ControlledShutdown {
-            broker,
-            broker_epoch,
-            reply,
-        }) {
-            return Err(NOT_CONTROLLER);
-        }
-        rx.await.unwrap_or(Err(NOT_CONTROLLER))
-    }
-
-    /// Handles an ElectLeaders request (on the active controller).
-    pub async fn elect_leaders(&self, partitions: Option<Vec<(String, i32)>>, unclean: bool) -> ElectionOutcome {
-        let (reply, rx) = Reply::new();
-        if !self.events.put(Event::ElectLeaders {
-            partitions,
-            unclean,
-            reply,
-        }) {
-            return Err(NOT_CONTROLLER);
-        }
-        rx.await.unwrap_or(Err(NOT_CONTROLLER))
-    }
-
-    /// Handles CreatePartitions for one topic (on the active controller).
-    pub async fn create_partitions(
-        &self,
-        topic: String,
-        count: i32,
-        assignment: Option<Vec<Vec<BrokerId>>>,
-        validate_only: bool,
-    ) -> Result<(), ControllerError> {
-        let (reply, rx) = Reply::new();
-        if !self.events.put(Event::CreatePartitions {
-            topic,
-            count,
-            assignment,
-            validate_only,
-            reply,
-        }) {
-            return Err(NOT_CONTROLLER);
-        }
-        rx.await.unwrap_or(Err(NOT_CONTROLLER))
-    }
-
-    /// Changes of the active state (for tests and metrics).
-    pub fn subscribe(&self) -> watch::Receiver<Option<ControllerEpoch>> {
-        self.active.clone()
-    }
-}
-
 /// State while active.
 pub(super) struct Active {
     pub(super) epoch_version: ZkVersion,
@@ -136,112 +51,26 @@ pub(super) struct Active {
     pub(super) watches: ZNodeWatches,
 }
 
-pub(super) struct Controller {
+/// The controller of one broker, owned by its event loop task ([`super::handle::start`]).
+pub(super) struct Controller<S> {
     pub(super) config: ControllerConfig,
-    pub(super) zk: ZkSession,
+    pub(super) zk: S,
     pub(super) active: Option<Active>,
     /// Its own queue, for watches and callbacks that report back (offline replicas).
     pub(super) events: EventQueue,
-    state: watch::Sender<Option<ControllerEpoch>>,
+    pub(super) state: watch::Sender<Option<ControllerEpoch>>,
     /// Spaces this broker's election attempts after failed ones.
     pub(super) backoff: ElectionBackoff,
     /// The missing ZooKeeper tree was reported (once, until a failover succeeds again).
     pub(super) tree_missing_logged: bool,
+    /// How each term's channel reaches brokers.
+    pub(super) transport: Transport,
 }
 
-/// Starts the controller module of this broker.
-pub async fn start(config: ControllerConfig, zk: ZkSession, mut stop: watch::Receiver<bool>) -> ControllerHandle {
-    stats::register();
-    let (queue, mut rx) = event_manager::queue();
-    let (state, active) = watch::channel(None);
-    // Kafka registers the child and existence handlers at failover; persistent watches set
-    // once here serve every term, and events reaching a controller that is not active are no-ops.
-    for (path, trigger, event) in [
-        (paths::CONTROLLER, Trigger::Any, Event::ControllerChange),
-        (paths::BROKER_IDS, Trigger::Children, Event::BrokerChange),
-        (paths::BROKER_TOPICS, Trigger::Children, Event::TopicChange),
-        (paths::DELETE_TOPICS, Trigger::Children, Event::TopicDeletion),
-        (
-            paths::PREFERRED_REPLICA_ELECTION,
-            Trigger::CreatedOrData,
-            Event::PreferredReplicaElectionZNode,
-        ),
-        (
-            paths::LOG_DIR_EVENT_NOTIFICATION,
-            Trigger::Children,
-            Event::LogDirEventNotification,
-        ),
-        (
-            paths::ISR_CHANGE_NOTIFICATION,
-            Trigger::Children,
-            Event::IsrChangeNotification,
-        ),
-    ] {
-        match zk.watch(path, WatchMode::Persistent).await {
-            Ok(stream) => {
-                tokio::spawn(event_manager::forward_watch(stream, trigger, event, queue.clone()));
-            }
-            Err(e) => tracing::error!(path, error = %e, "controller cannot watch"),
-        }
-    }
-    let mut session_events = zk.subscribe();
-    let session_queue = queue.clone();
-    tokio::spawn(async move {
-        while let Ok(e) = session_events.recv().await {
-            let event = match e {
-                SessionEvent::Ended { .. } => Event::SessionEnded,
-                SessionEvent::Established { .. } => Event::SessionEstablished,
-            };
-            if !session_queue.put(event) {
-                return;
-            }
-        }
-    });
-    queue.put(Event::Startup);
-    if config.auto_leader_rebalance {
-        let (queue, every, mut stop) = (queue.clone(), config.leader_imbalance_check_interval, stop.clone());
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {},
-                    _ = stop.changed() => return,
-                }
-                if !queue.put(Event::AutoPreferredReplicaLeaderElection) {
-                    return;
-                }
-            }
-        });
-    }
-    let mut controller = Controller {
-        config,
-        zk,
-        active: None,
-        state,
-        events: queue.clone(),
-        backoff: ElectionBackoff::default(),
-        tree_missing_logged: false,
-    };
-    tokio::spawn(async move {
-        loop {
-            let event = tokio::select! {
-                e = rx.next() => match e { Some(e) => e, None => return },
-                _ = stop.changed() => {
-                    controller.resign("broker shutting down");
-                    return;
-                }
-            };
-            controller.process(event).await;
-        }
-    });
-    ControllerHandle { active, events: queue }
-}
+pub(super) const NOT_CONTROLLER: ControllerError = ControllerError::NotController;
 
-const NOT_CONTROLLER: ControllerError = ControllerError::NotController;
-
-impl Controller {
-    async fn process(&mut self, event: Event) {
+impl<S: ControllerStore> Controller<S> {
+    pub(super) async fn process(&mut self, event: Event) {
         let result = match event {
             Event::Startup | Event::ControllerChange | Event::SessionEstablished => self.elect_with_backoff().await,
             Event::SessionEnded => {
@@ -336,7 +165,7 @@ impl Controller {
         stats::ControllerGauges::of(self.active.as_ref().map(|a| &a.ctx)).publish();
     }
 
-    fn resign(&mut self, why: &str) {
+    pub(super) fn resign(&mut self, why: &str) {
         if let Some(mut active) = self.active.take() {
             tracing::warn!(broker = %self.config.broker_id, epoch = active.ctx.epoch, why, "resigning as controller");
             active.channel.clear();
@@ -385,7 +214,7 @@ impl Controller {
         self.active = Some(Active {
             epoch_version,
             ctx,
-            channel: ControllerChannel::new(on_answer),
+            channel: ControllerChannel::with_transport(on_answer, self.transport.clone()),
             watches: ZNodeWatches::default(),
         });
         // Active before the failover, as Kafka sets activeControllerId before

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::controller::Controller;
 use super::event_manager::Event;
+use super::store::ControllerStore;
 use super::zk_ops::ControllerZkError;
 use crate::zk::paths;
 use crate::zk::store::ZkError;
@@ -111,7 +112,7 @@ pub fn missing_tree_path(err: &ControllerZkError) -> Option<&str> {
     }
 }
 
-impl Controller {
+impl<S: ControllerStore> Controller<S> {
     /// `maybe_elect`, unless too soon after this broker's last failed attempt (then one attempt
     /// is scheduled for later). A failure because the ZooKeeper tree is gone is reported once.
     pub(super) async fn elect_with_backoff(&mut self) -> Result<(), ControllerZkError> {
@@ -142,7 +143,7 @@ impl Controller {
                 self.backoff.failed(Instant::now());
                 if let Some(path) = missing_tree_path(e) {
                     if !std::mem::replace(&mut self.tree_missing_logged, true) {
-                        let chroot = self.zk.connect_string().chroot.as_deref().unwrap_or("/").to_string();
+                        let chroot = self.zk.chroot();
                         tracing::error!(
                             "ZooKeeper tree under {chroot} is missing {path}; was it deleted? kastle does not \
                              re-create it while running (like Kafka, it creates the persistent paths only at \

@@ -17,7 +17,6 @@ use super::controller::{ElectionOutcome, ShutdownResult};
 use super::stats;
 use crate::types::BrokerId;
 use crate::zk::store::{WatchEvent, WatchMode, WatchStream, ZkError, ZkStore};
-use crate::zk::ZkSession;
 
 /// Where a request's answer goes (shared so events stay `Clone`).
 #[derive(Debug)]
@@ -210,7 +209,12 @@ impl ZNodeWatches {
     /// Watches the data of each `(path, event)` not watched yet, registering them concurrently.
     /// A watch that cannot be registered is logged and left out: only hand edits of that znode
     /// go unnoticed, which is no reason to fail the step that found it.
-    pub(super) async fn watch_data(&mut self, zk: &ZkSession, wanted: Vec<(String, Event)>, queue: &EventQueue) {
+    pub(super) async fn watch_data<S: ZkStore + Clone>(
+        &mut self,
+        zk: &S,
+        wanted: Vec<(String, Event)>,
+        queue: &EventQueue,
+    ) {
         let mut registrations = JoinSet::new();
         for (path, event) in wanted {
             if self.forwarders.contains_key(&path) {

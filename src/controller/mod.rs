@@ -2,14 +2,16 @@
 //! `/controller` race decides leaders and ISRs, writes them to the state znodes under an
 //! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata / StopReplica to brokers.
 //!
+//! `handle` starts the controller and is its API to the broker ([`ControllerHandle`]);
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
 //! [`election_backoff`] spaces failed elections and recognises a deleted ZooKeeper tree;
 //! `event_manager` the event queue and the watches that feed it; `operations` the
 //! operator-facing work (controlled shutdown, leader elections, log-dir failures,
 //! CreatePartitions), whose refusals are [`error::ControllerError`]; `topic_deletion` deleting topics; `modifications` in-place edits of topic
 //! and broker znodes; `notifications` ISR-change notifications and stale notifications at
-//! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O; [`channel`] one sender per
-//! broker, reporting the answers the controller acts on; [`requests`] builds the requests.
+//! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O, on any [`store::ControllerStore`]
+//! (the real session or `FakeZk`, on which `loop_tests` runs the loop); [`channel`] one sender per
+//! broker (or a test sink), reporting the answers the controller acts on; [`requests`] builds the requests.
 //! [`state_changes`] drives the partition state machine and [`replica_changes`] the replica
 //! state machine, both on the controller's context and without I/O; [`decisions`],
 //! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
@@ -23,6 +25,9 @@ pub mod election;
 pub mod election_backoff;
 pub mod error;
 mod event_manager;
+mod handle;
+#[cfg(test)]
+mod loop_tests;
 pub mod modifications;
 mod notifications;
 mod operations;
@@ -33,9 +38,10 @@ pub mod replica_state;
 pub mod requests;
 pub mod state_changes;
 pub mod stats;
+pub mod store;
 mod timing;
 mod topic_deletion;
 pub mod zk_ops;
 
-pub use controller::{start, ControllerConfig, ControllerHandle};
 pub use error::ControllerError;
+pub use handle::{start, start_with, ControllerConfig, ControllerHandle};

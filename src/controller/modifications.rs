@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use super::controller::Controller;
 use super::event_manager::Event;
 use super::requests;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError, RegisteredBroker};
 use crate::types::BrokerId;
 use crate::zk::paths;
@@ -75,7 +76,7 @@ pub fn broker_update(known: &RegisteredBroker, read: &RegisteredBroker) -> Broke
     }
 }
 
-impl Controller {
+impl<S: ControllerStore> Controller<S> {
     /// Watches the data of each topic's `/brokers/topics/<t>` (PartitionModifications).
     pub(super) async fn watch_topics(&mut self, topics: &[String]) {
         let wanted = topics

@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::controller::Controller;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
 use crate::zk::models::{IsrChangeNotification, ZNodePayload};
 use crate::zk::paths;
@@ -29,7 +30,7 @@ pub fn changed_partitions(payloads: &[(String, Vec<u8>)]) -> (BTreeSet<(String, 
     (partitions, malformed)
 }
 
-impl Controller {
+impl<S: ControllerStore> Controller<S> {
     /// Kafka's processIsrChangeNotification: re-reads the state znodes of the partitions the
     /// notifications name (concurrently), takes their leader, ISR, epochs and zkVersion into
     /// the context, sends UpdateMetadata for them to every live broker, and deletes the

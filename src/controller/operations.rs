@@ -11,12 +11,12 @@ use super::decisions;
 use super::error::ControllerError;
 use super::replica_changes;
 use super::replica_state::ReplicaState;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
 use crate::types::BrokerId;
 use crate::zk::paths;
-use crate::zk::store::ZkStore;
 
-impl Controller {
+impl<S: ControllerStore> Controller<S> {
     /// Kafka's controlled shutdown: leaderships of multi-replica partitions move to another ISR
     /// member, and the broker leaves the ISRs it follows in; the answer lists what it still leads.
     pub(super) async fn on_controlled_shutdown(

@@ -7,9 +7,10 @@
 //! carry the current version.
 
 use super::controller::Controller;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
 
-impl Controller {
+impl<S: ControllerStore> Controller<S> {
     /// Replaces the cached leaderships of `keys` with their state znodes where those are newer.
     pub(super) async fn refresh_leaderships(&mut self, keys: Vec<(String, i32)>) -> Result<(), ControllerZkError> {
         if keys.is_empty() || self.active.is_none() {

@@ -17,11 +17,12 @@ use super::controller::Controller;
 use super::partition_state::PartitionState;
 use super::replica_changes::DeletionStep;
 use super::requests;
+use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
 use crate::types::BrokerId;
 use crate::zk::paths;
 
-impl Controller {
+impl<S: ControllerStore> Controller<S> {
     /// Kafka's `resumeDeletions` for every queued topic: completes the ones whose replicas are
     /// all deleted and, when `start`, (re)starts the ones with nothing outstanding. Answers to
     /// StopReplica pass `start = false`, so a delete that keeps failing is not retried in a

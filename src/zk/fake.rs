@@ -1,13 +1,23 @@
 //! An in-memory ZooKeeper for unit tests of pure logic (codecs, registration rules, the
-//! controller's decisions). It keeps ZooKeeper's semantics that kastle relies on: versions,
-//! czxids, ephemeral owners, sequential suffixes, atomic multi, persistent watches, and session
-//! expiry dropping ephemerals. Integration tests use a real ZooKeeper instead.
+//! controller's decisions) and of the controller's loop. It keeps ZooKeeper's semantics that
+//! kastle relies on: versions, czxids, ephemeral owners, sequential suffixes, atomic multi
+//! (a failed `Check` of `/controller_epoch` fails a fenced multi with BADVERSION at op 0),
+//! persistent watches, and sessions.
+//!
+//! Each client ([`FakeZk::with_session`]) has its own session on the shared tree, and tests
+//! can inject the faults the controller must survive: [`FakeZk::expire_session`] (the
+//! session's ephemerals vanish, other clients' watches fire, its own calls fail with
+//! `SessionExpired` until [`FakeZk::renew_session`]), [`FakeZk::hold_watches`] (watch events
+//! wait until [`FakeZk::release_watches`]) and [`FakeZk::lose_next_write_reply`] (the next
+//! write is applied but its caller sees a connection loss). Integration tests use a real
+//! ZooKeeper instead.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
+use super::session::SessionEvent;
 use super::store::{
     split_parent, CreateMode, Op, OpResult, Stat, WatchEvent, WatchMode, WatchStream, ZkError, ZkStore,
 };
@@ -23,25 +33,61 @@ struct Node {
 
 #[derive(Debug)]
 struct Watcher {
+    /// The client that set it (an index into `State::clients`).
+    client: usize,
     path: String,
     mode: WatchMode,
     tx: mpsc::UnboundedSender<WatchEvent>,
+}
+
+/// One client's session and the faults armed on it.
+#[derive(Debug)]
+struct Client {
+    session_id: i64,
+    /// The session expired and was not renewed: calls fail, watch events are lost.
+    expired: bool,
+    /// Watch events for this client wait in `State::held`.
+    holding: bool,
+    /// Writes still to be applied with their reply lost.
+    lost_replies: u32,
+    /// Calls made (a multi counts once).
+    requests: u64,
+    events: broadcast::Sender<SessionEvent>,
 }
 
 #[derive(Debug)]
 struct State {
     nodes: BTreeMap<String, Node>,
     zxid: i64,
-    session_id: i64,
+    last_session: i64,
+    clients: Vec<Client>,
     watchers: Vec<Watcher>,
+    /// Watch events held back, in the order they happened: (client, its stream, event).
+    held: Vec<(usize, mpsc::UnboundedSender<WatchEvent>, WatchEvent)>,
 }
 
-/// The fake store. Clones share one tree; [`FakeZk::with_session`] gives another "client"
-/// (its own session) on the same tree.
+impl State {
+    fn new_client(&mut self) -> usize {
+        self.last_session += 1;
+        let (events, _) = broadcast::channel(64);
+        self.clients.push(Client {
+            session_id: self.last_session,
+            expired: false,
+            holding: false,
+            lost_replies: 0,
+            requests: 0,
+            events,
+        });
+        self.clients.len() - 1
+    }
+}
+
+/// The fake store. Clones share one tree and one session; [`FakeZk::with_session`] gives
+/// another "client" (its own session) on the same tree.
 #[derive(Debug, Clone)]
 pub struct FakeZk {
     state: Arc<Mutex<State>>,
-    session_id: Arc<Mutex<i64>>,
+    client: usize,
 }
 
 impl Default for FakeZk {
@@ -61,33 +107,43 @@ impl FakeZk {
                 next_seq: 0,
             },
         );
-        let state = State {
+        let mut state = State {
             nodes,
             zxid: 0,
-            session_id: 1,
+            last_session: 0,
+            clients: Vec::new(),
             watchers: Vec::new(),
+            held: Vec::new(),
         };
+        let client = state.new_client();
         FakeZk {
             state: Arc::new(Mutex::new(state)),
-            session_id: Arc::new(Mutex::new(1)),
+            client,
         }
     }
 
     /// A second client with its own session on the same tree.
     pub fn with_session(&self) -> FakeZk {
-        let mut st = self.lock();
-        st.session_id += 1;
+        let client = self.lock().new_client();
         FakeZk {
             state: self.state.clone(),
-            session_id: Arc::new(Mutex::new(st.session_id)),
+            client,
         }
     }
 
-    /// Expires this client's session: its ephemerals vanish and it gets a new session id;
-    /// watches report `Rearmed` as the real session handler does.
+    /// Expires this client's session, as ZooKeeper does when the client is silent past the
+    /// session timeout: its ephemerals vanish (other clients' watches fire), watch events for
+    /// it are lost, subscribers get `SessionEvent::Ended`, and every call fails with
+    /// `SessionExpired` until [`FakeZk::renew_session`]. A no-op on an expired session.
     pub fn expire_session(&self) {
         let mut st = self.lock();
-        let old = self.current_session();
+        let me = self.client;
+        if st.clients[me].expired {
+            return;
+        }
+        st.clients[me].expired = true;
+        st.held.retain(|(client, _, _)| *client != me);
+        let old = st.clients[me].session_id;
         let doomed: Vec<String> = st
             .nodes
             .iter()
@@ -97,8 +153,11 @@ impl FakeZk {
         for path in doomed {
             st.nodes.remove(&path);
             st.zxid += 1;
-            notify(&mut st, &path, WatchEvent::Deleted { path: path.clone() });
             let (parent, _) = split_parent(&path);
+            if let Some(p) = st.nodes.get_mut(parent) {
+                p.stat.num_children -= 1;
+            }
+            notify(&mut st, &path, WatchEvent::Deleted { path: path.clone() });
             notify(
                 &mut st,
                 parent,
@@ -107,18 +166,104 @@ impl FakeZk {
                 },
             );
         }
-        st.session_id += 1;
-        let new_id = st.session_id;
-        *lock_session(&self.session_id) = new_id;
-        st.watchers.retain(|w| w.tx.send(WatchEvent::Rearmed).is_ok());
+        let _ = st.clients[me].events.send(SessionEvent::Ended {
+            session_id: old,
+            state: "Expired".into(),
+        });
+    }
+
+    /// A new session for an expired client (what the real session handler does after an
+    /// expiry): calls work again, ephemerals are owned by the new session id, its watches
+    /// report `Rearmed` and subscribers get `SessionEvent::Established`.
+    pub fn renew_session(&self) {
+        let mut st = self.lock();
+        let me = self.client;
+        st.last_session += 1;
+        let id = st.last_session;
+        let client = &mut st.clients[me];
+        client.session_id = id;
+        client.expired = false;
+        let _ = client.events.send(SessionEvent::Established { session_id: id });
+        deliver_to(&mut st, me, WatchEvent::Rearmed);
+    }
+
+    /// Session changes of this client (as [`super::session::ZkSession::subscribe`]).
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+        self.lock().clients[self.client].events.subscribe()
+    }
+
+    /// Holds every watch event for this client until [`FakeZk::release_watches`] (a slow or
+    /// partitioned client connection).
+    pub fn hold_watches(&self) {
+        self.lock().clients[self.client].holding = true;
+    }
+
+    /// Delivers the held watch events, in the order they happened, and stops holding.
+    pub fn release_watches(&self) {
+        let mut st = self.lock();
+        let me = self.client;
+        st.clients[me].holding = false;
+        let held = std::mem::take(&mut st.held);
+        for (client, tx, event) in held {
+            if client == me {
+                let _ = tx.send(event);
+            } else {
+                st.held.push((client, tx, event));
+            }
+        }
+    }
+
+    /// Watch events being held for this client.
+    pub fn held_watch_events(&self) -> usize {
+        let st = self.lock();
+        st.held.iter().filter(|(c, _, _)| *c == self.client).count()
+    }
+
+    /// The next write of this client (create, set, delete or multi) that ZooKeeper applies
+    /// answers with a connection loss: the change is made, the caller cannot know it.
+    pub fn lose_next_write_reply(&self) {
+        self.lock().clients[self.client].lost_replies += 1;
+    }
+
+    /// Calls this client made (a multi counts once).
+    pub fn requests(&self) -> u64 {
+        self.lock().clients[self.client].requests
+    }
+
+    /// Whether this client's session is expired (and not yet renewed).
+    pub fn is_expired(&self) -> bool {
+        self.lock().clients[self.client].expired
     }
 
     fn current_session(&self) -> i64 {
-        *lock_session(&self.session_id)
+        self.lock().clients[self.client].session_id
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Counts a call and refuses it on an expired session.
+    fn begin(&self) -> Result<MutexGuard<'_, State>, ZkError> {
+        let mut st = self.lock();
+        let client = &mut st.clients[self.client];
+        client.requests += 1;
+        if client.expired {
+            return Err(ZkError::SessionExpired);
+        }
+        Ok(st)
+    }
+
+    /// What a write that was applied answers: its result, or a connection loss if one was armed.
+    fn reply<T>(&self, st: &mut State, result: Result<T, ZkError>) -> Result<T, ZkError> {
+        let client = &mut st.clients[self.client];
+        if result.is_ok() && client.lost_replies > 0 {
+            client.lost_replies -= 1;
+            return Err(ZkError::Unavailable {
+                reason: "connection loss (the write was applied)".into(),
+            });
+        }
+        result
     }
 
     fn apply(&self, st: &mut State, op: &Op) -> Result<OpResult, ZkError> {
@@ -219,7 +364,7 @@ impl FakeZk {
         }
         let mut stat = new_stat(zxid, 0);
         if mode.is_ephemeral() {
-            stat.ephemeral_owner = self.current_session();
+            stat.ephemeral_owner = st.clients[self.client].session_id;
         }
         st.nodes.insert(
             full.clone(),
@@ -241,10 +386,6 @@ impl FakeZk {
     }
 }
 
-fn lock_session(m: &Mutex<i64>) -> MutexGuard<'_, i64> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 fn new_stat(zxid: i64, owner: i64) -> Stat {
     Stat {
         czxid: zxid,
@@ -257,8 +398,11 @@ fn new_stat(zxid: i64, owner: i64) -> Stat {
     }
 }
 
+/// Reports `event` on `path` to every watcher it concerns.
 fn notify(st: &mut State, path: &str, event: WatchEvent) {
-    st.watchers.retain(|w| {
+    let watchers = std::mem::take(&mut st.watchers);
+    let mut kept = Vec::with_capacity(watchers.len());
+    for w in watchers {
         let hit = match w.mode {
             WatchMode::Persistent => w.path == path,
             WatchMode::PersistentRecursive => {
@@ -270,18 +414,51 @@ fn notify(st: &mut State, path: &str, event: WatchEvent) {
         // A recursive watch does not report child-list changes, as in ZooKeeper.
         let reported =
             !(matches!(w.mode, WatchMode::PersistentRecursive) && matches!(event, WatchEvent::ChildrenChanged { .. }));
-        !(hit && reported) || w.tx.send(event.clone()).is_ok()
-    });
+        if !(hit && reported) || deliver(st, &w, event.clone()) {
+            kept.push(w);
+        }
+    }
+    st.watchers = kept;
+}
+
+/// Reports `event` to every watcher of `client`.
+fn deliver_to(st: &mut State, client: usize, event: WatchEvent) {
+    let watchers = std::mem::take(&mut st.watchers);
+    let mut kept = Vec::with_capacity(watchers.len());
+    for w in watchers {
+        if w.client != client || deliver(st, &w, event.clone()) {
+            kept.push(w);
+        }
+    }
+    st.watchers = kept;
+}
+
+/// Sends, holds or (for an expired session) loses one event; `false` once the watch's stream
+/// is gone.
+fn deliver(st: &mut State, w: &Watcher, event: WatchEvent) -> bool {
+    let client = &st.clients[w.client];
+    if w.tx.is_closed() {
+        return false;
+    }
+    if client.expired {
+        return true;
+    }
+    if client.holding {
+        st.held.push((w.client, w.tx.clone(), event));
+        return true;
+    }
+    w.tx.send(event).is_ok()
 }
 
 impl ZkStore for FakeZk {
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(String, Stat), ZkError> {
-        let mut st = self.lock();
-        self.create_locked(&mut st, path, data, mode)
+        let mut st = self.begin()?;
+        let result = self.create_locked(&mut st, path, data, mode);
+        self.reply(&mut st, result)
     }
 
     async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat), ZkError> {
-        let st = self.lock();
+        let st = self.begin()?;
         let node = st
             .nodes
             .get(path)
@@ -290,41 +467,39 @@ impl ZkStore for FakeZk {
     }
 
     async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkError> {
-        Ok(self.lock().nodes.get(path).map(|n| n.stat))
+        Ok(self.begin()?.nodes.get(path).map(|n| n.stat))
     }
 
     async fn set_data(&self, path: &str, data: &[u8], version: Option<ZkVersion>) -> Result<Stat, ZkError> {
-        let mut st = self.lock();
-        match self.apply(
-            &mut st,
-            &Op::SetData {
-                path: path.to_string(),
-                data: data.to_vec(),
-                version,
-            },
-        )? {
-            OpResult::SetData { stat } => Ok(stat),
-            other => Err(ZkError::Other {
+        let mut st = self.begin()?;
+        let op = Op::SetData {
+            path: path.to_string(),
+            data: data.to_vec(),
+            version,
+        };
+        let result = match self.apply(&mut st, &op) {
+            Ok(OpResult::SetData { stat }) => Ok(stat),
+            Ok(other) => Err(ZkError::Other {
                 path: path.to_string(),
                 reason: format!("unexpected result {other:?}"),
             }),
-        }
+            Err(e) => Err(e),
+        };
+        self.reply(&mut st, result)
     }
 
     async fn delete(&self, path: &str, version: Option<ZkVersion>) -> Result<(), ZkError> {
-        let mut st = self.lock();
-        self.apply(
-            &mut st,
-            &Op::Delete {
-                path: path.to_string(),
-                version,
-            },
-        )
-        .map(|_| ())
+        let mut st = self.begin()?;
+        let op = Op::Delete {
+            path: path.to_string(),
+            version,
+        };
+        let result = self.apply(&mut st, &op).map(|_| ());
+        self.reply(&mut st, result)
     }
 
     async fn children(&self, path: &str) -> Result<Vec<String>, ZkError> {
-        let st = self.lock();
+        let st = self.begin()?;
         if !st.nodes.contains_key(path) {
             return Err(ZkError::NoNode { path: path.to_string() });
         }
@@ -343,7 +518,7 @@ impl ZkStore for FakeZk {
     }
 
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, ZkError> {
-        let mut st = self.lock();
+        let mut st = self.begin()?;
         // Apply to a copy so a failing op leaves the tree untouched; watchers fire only on commit.
         let nodes = st.nodes.clone();
         let zxid = st.zxid;
@@ -365,15 +540,20 @@ impl ZkStore for FakeZk {
             }
         }
         st.watchers = watchers;
-        for op in &ops {
-            let (parent, _) = split_parent(op.path());
+        for (op, result) in ops.iter().zip(&results) {
+            // A sequential create reports the path it created.
+            let path = match result {
+                OpResult::Create { path } => path.as_str(),
+                _ => op.path(),
+            };
+            let (parent, _) = split_parent(path);
             let event = match op {
                 Op::Check { .. } => continue,
-                Op::Create { path, .. } => WatchEvent::Created { path: path.clone() },
-                Op::SetData { path, .. } => WatchEvent::DataChanged { path: path.clone() },
-                Op::Delete { path, .. } => WatchEvent::Deleted { path: path.clone() },
+                Op::Create { .. } => WatchEvent::Created { path: path.to_string() },
+                Op::SetData { .. } => WatchEvent::DataChanged { path: path.to_string() },
+                Op::Delete { .. } => WatchEvent::Deleted { path: path.to_string() },
             };
-            notify(&mut st, op.path(), event);
+            notify(&mut st, path, event);
             if matches!(op, Op::Create { .. } | Op::Delete { .. }) {
                 notify(
                     &mut st,
@@ -384,12 +564,13 @@ impl ZkStore for FakeZk {
                 );
             }
         }
-        Ok(results)
+        self.reply(&mut st, Ok(results))
     }
 
     async fn watch(&self, path: &str, mode: WatchMode) -> Result<WatchStream, ZkError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.lock().watchers.push(Watcher {
+        self.begin()?.watchers.push(Watcher {
+            client: self.client,
             path: path.to_string(),
             mode,
             tx,
@@ -449,16 +630,150 @@ mod tests {
         assert_eq!(zk.exists("/c").await.expect("exists"), None);
     }
 
+    /// Expiry: the session's ephemerals go (other clients' watches see it), its calls fail
+    /// with SessionExpired and its own watches hear nothing until a new session re-arms them.
     #[tokio::test]
-    async fn expiry_removes_only_that_sessions_ephemerals() {
+    async fn expiry_removes_that_sessions_ephemerals_and_fails_its_calls_until_renewed() {
         let a = FakeZk::new();
         let b = a.with_session();
         a.create("/a", &[], CreateMode::Ephemeral).await.expect("a");
         b.create("/b", &[], CreateMode::Ephemeral).await.expect("b");
-        let mut w = b.watch("/a", WatchMode::Persistent).await.expect("watch");
+        let mut seen_by_b = b.watch("/a", WatchMode::Persistent).await.expect("watch");
+        let mut seen_by_a = a.watch("/b", WatchMode::Persistent).await.expect("watch");
+        let mut sessions = a.subscribe();
+        let old = a.session_id();
         a.expire_session();
-        assert_eq!(a.exists("/a").await.expect("exists"), None);
-        assert!(a.exists("/b").await.expect("exists").is_some());
-        assert_eq!(w.recv().await, Some(WatchEvent::Deleted { path: "/a".into() }));
+        assert!(a.is_expired());
+        assert_eq!(b.exists("/a").await.expect("exists"), None);
+        assert!(b.exists("/b").await.expect("exists").is_some());
+        assert_eq!(seen_by_b.recv().await, Some(WatchEvent::Deleted { path: "/a".into() }));
+        assert_eq!(a.exists("/b").await, Err(ZkError::SessionExpired));
+        assert_eq!(
+            a.create("/c", &[], CreateMode::Persistent).await,
+            Err(ZkError::SessionExpired)
+        );
+        assert_eq!(a.multi(vec![]).await, Err(ZkError::SessionExpired));
+        b.delete("/b", None).await.expect("delete");
+        assert!(seen_by_a.try_recv().is_err(), "an expired session hears nothing");
+        assert_eq!(
+            sessions.recv().await.expect("ended"),
+            SessionEvent::Ended {
+                session_id: old,
+                state: "Expired".into()
+            }
+        );
+        a.renew_session();
+        assert_ne!(a.session_id(), old);
+        assert_eq!(seen_by_a.recv().await, Some(WatchEvent::Rearmed));
+        assert!(matches!(
+            sessions.recv().await.expect("established"),
+            SessionEvent::Established { session_id } if session_id == a.session_id()
+        ));
+        let (_, stat) = a.create("/a", &[], CreateMode::Ephemeral).await.expect("again");
+        assert_eq!(stat.ephemeral_owner, a.session_id());
+    }
+
+    /// Held watch events wait, in order, until released; other clients are not held.
+    #[tokio::test]
+    async fn held_watch_events_arrive_in_order_when_released() {
+        let zk = FakeZk::new();
+        let other = zk.with_session();
+        zk.create("/w", b"0", CreateMode::Persistent).await.expect("create");
+        let mut held = zk.watch("/w", WatchMode::Persistent).await.expect("watch");
+        let mut free = other.watch("/w", WatchMode::Persistent).await.expect("watch");
+        zk.hold_watches();
+        other.set_data("/w", b"1", None).await.expect("set");
+        other.delete("/w", None).await.expect("delete");
+        assert!(held.try_recv().is_err(), "held back");
+        assert_eq!(zk.held_watch_events(), 2);
+        assert_eq!(free.recv().await, Some(WatchEvent::DataChanged { path: "/w".into() }));
+        zk.release_watches();
+        assert_eq!(zk.held_watch_events(), 0);
+        assert_eq!(held.recv().await, Some(WatchEvent::DataChanged { path: "/w".into() }));
+        assert_eq!(held.recv().await, Some(WatchEvent::Deleted { path: "/w".into() }));
+        other.create("/w", b"2", CreateMode::Persistent).await.expect("create");
+        assert_eq!(held.recv().await, Some(WatchEvent::Created { path: "/w".into() }));
+    }
+
+    /// A lost reply: the write is applied, the caller sees a connection loss; a write that
+    /// fails does not use up the fault, and the one after it answers normally.
+    #[tokio::test]
+    async fn a_lost_reply_applies_the_write_and_reports_connection_loss() {
+        let zk = FakeZk::new();
+        zk.create("/x", b"0", CreateMode::Persistent).await.expect("create");
+        zk.lose_next_write_reply();
+        assert!(matches!(
+            zk.set_data("/x", b"1", Some(ZkVersion(7))).await,
+            Err(ZkError::BadVersion { .. })
+        ));
+        assert!(matches!(
+            zk.set_data("/x", b"1", Some(ZkVersion(0))).await,
+            Err(ZkError::Unavailable { .. })
+        ));
+        let (data, stat) = zk.get_data("/x").await.expect("read");
+        assert_eq!((data.as_slice(), stat.version), (&b"1"[..], ZkVersion(1)));
+        zk.lose_next_write_reply();
+        let ops = vec![Op::Create {
+            path: "/y".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        }];
+        assert!(matches!(zk.multi(ops).await, Err(ZkError::Unavailable { .. })));
+        assert!(zk.exists("/y").await.expect("exists").is_some());
+        zk.delete("/y", None).await.expect("answered normally");
+    }
+
+    /// A fenced multi whose `/controller_epoch` check is stale (another controller bumped the
+    /// epoch) fails at op 0 with BADVERSION and applies nothing.
+    #[tokio::test]
+    async fn a_stale_epoch_check_fails_the_multi_with_badversion_at_op_zero() {
+        let zombie = FakeZk::new();
+        let winner = zombie.with_session();
+        zombie
+            .create("/controller_epoch", b"1", CreateMode::Persistent)
+            .await
+            .expect("epoch");
+        winner
+            .set_data("/controller_epoch", b"2", Some(ZkVersion(0)))
+            .await
+            .expect("bump");
+        let err = zombie
+            .multi(vec![
+                Op::Check {
+                    path: "/controller_epoch".into(),
+                    version: ZkVersion(0),
+                },
+                Op::Create {
+                    path: "/state".into(),
+                    data: b"zombie".to_vec(),
+                    mode: CreateMode::Persistent,
+                },
+            ])
+            .await
+            .expect_err("fenced");
+        assert!(matches!(&err, ZkError::MultiFailed { index: 0, .. }));
+        assert!(matches!(err.root(), ZkError::BadVersion { path } if path == "/controller_epoch"));
+        assert_eq!(winner.exists("/state").await.expect("exists"), None);
+    }
+
+    /// A sequential create inside a multi reports the path it created to watchers.
+    #[tokio::test]
+    async fn a_sequential_create_in_a_multi_reports_its_created_path() {
+        let zk = FakeZk::new();
+        zk.create("/n", &[], CreateMode::Persistent).await.expect("create");
+        let mut w = zk.watch("/n", WatchMode::PersistentRecursive).await.expect("watch");
+        zk.multi(vec![Op::Create {
+            path: "/n/s_".into(),
+            data: vec![],
+            mode: CreateMode::PersistentSequential,
+        }])
+        .await
+        .expect("multi");
+        assert_eq!(
+            w.recv().await,
+            Some(WatchEvent::Created {
+                path: "/n/s_0000000000".into()
+            })
+        );
     }
 }
