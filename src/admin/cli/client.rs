@@ -185,11 +185,11 @@ impl Admin {
     pub async fn coordinator(&self, group: &str) -> CliResult<i32> {
         let deadline = tokio::time::Instant::now() + RETRY_FOR;
         loop {
+            // v0-3 name one key (v4 batches them in `coordinator_keys`).
             let request = FindCoordinatorRequest::default()
                 .with_key(str_bytes(group))
-                .with_key_type(0)
-                .with_coordinator_keys(vec![str_bytes(group)]);
-            let response: FindCoordinatorResponse = self.send_any(request, (0, 4)).await?;
+                .with_key_type(0);
+            let response: FindCoordinatorResponse = self.send_any(request, (1, 3)).await?;
             let (code, message, node, host, port) = match response.coordinators.first() {
                 Some(c) => (c.error_code, c.error_message.clone(), c.node_id, c.host.clone(), c.port),
                 None => (

@@ -14,7 +14,6 @@ use std::collections::{BTreeSet, HashMap};
 use clap::Args;
 use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
 use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig};
-use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::{
     BrokerId, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataResponse,
 };
@@ -587,17 +586,12 @@ async fn delete(admin: &mut Admin, a: &TopicsArgs) -> CliResult<()> {
     if names.is_empty() {
         return Ok(());
     }
+    // v1-5 name the topics in `topic_names` (v6 would take `DeleteTopicState`s).
     let request = DeleteTopicsRequest::default()
         .with_topic_names(names.iter().map(|n| topic_name(n)).collect())
-        .with_topics(
-            names
-                .iter()
-                .map(|n| DeleteTopicState::default().with_name(Some(topic_name(n))))
-                .collect(),
-        )
         .with_timeout_ms(30_000);
     let response = admin
-        .send_to_controller(request, (1, 6), |r| {
+        .send_to_controller(request, (1, 5), |r| {
             r.responses.iter().any(|t| t.error_code == error_codes::NOT_CONTROLLER)
         })
         .await?;
