@@ -1,5 +1,7 @@
 //! The `kastle` command: `kastle broker` runs a broker; the other subcommands are operator tools.
-//! Exit codes: 0 success, 1 failure (start-up, or violations found), 2 bad usage or bad config.
+//! Exit codes: 0 success, 1 failure (start-up, or violations found), 2 bad usage or bad config;
+//! the Kafka-shaped tools (`topics`, `configs`, `consumer-groups`, `delete-records`,
+//! `leader-election`) exit 1 on bad usage too, as Kafka's tools do.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
