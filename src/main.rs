@@ -238,13 +238,21 @@ enum ZkCommand {
 }
 
 /// The operator tools shaped like Kafka's: they exit 1 on bad usage, as Kafka's tools do.
-const KAFKA_TOOLS: &[&str] = &["topics", "configs", "consumer-groups", "delete-records", "leader-election"];
+const KAFKA_TOOLS: &[&str] = &[
+    "topics",
+    "configs",
+    "consumer-groups",
+    "delete-records",
+    "leader-election",
+];
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let tool = std::env::args().nth(1).is_some_and(|a| KAFKA_TOOLS.contains(&a.as_str()));
+            let tool = std::env::args()
+                .nth(1)
+                .is_some_and(|a| KAFKA_TOOLS.contains(&a.as_str()));
             let _ = e.print();
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,

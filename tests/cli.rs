@@ -91,7 +91,8 @@ fn expected_describe(metadata: &kafka_protocol::messages::MetadataResponse, topi
         .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))
         .expect("topic in metadata");
     let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(t.topic_id.as_bytes());
-    let join = |v: &[kafka_protocol::messages::BrokerId]| v.iter().map(|b| b.0.to_string()).collect::<Vec<_>>().join(",");
+    let join =
+        |v: &[kafka_protocol::messages::BrokerId]| v.iter().map(|b| b.0.to_string()).collect::<Vec<_>>().join(",");
     let mut partitions: Vec<_> = t.partitions.iter().collect();
     partitions.sort_by_key(|p| p.partition_index);
     let mut out = format!(
@@ -148,7 +149,10 @@ fn expected_group(group: &str, topic: &str, rows: &[(i32, i64, i64)]) -> String 
 }
 
 fn expected_reset(group: &str, topic: &str, rows: &[(i32, i64)]) -> String {
-    let mut out = format!("\n{:<30} {:<30} {:<10} {:<15}", "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET");
+    let mut out = format!(
+        "\n{:<30} {:<30} {:<10} {:<15}",
+        "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"
+    );
     for (p, o) in rows {
         out.push_str(&format!("\n{group:<30} {topic:<30} {p:<10} {o:<15}"));
     }
@@ -166,15 +170,31 @@ async fn operator_tools_print_what_kafkas_tools_print() {
     let b = bootstrap.as_str();
 
     // Every tool has --help, exit 0.
-    for tool in ["topics", "configs", "consumer-groups", "delete-records", "leader-election"] {
+    for tool in [
+        "topics",
+        "configs",
+        "consumer-groups",
+        "delete-records",
+        "leader-election",
+    ] {
         let out = ok(&[tool, "--help"]);
         assert!(out.contains("--bootstrap-server"), "{tool}: {out}");
     }
 
     // --create, --list.
     let out = ok(&[
-        "topics", "--bootstrap-server", b, "--create", "--topic", "orders", "--partitions", "3",
-        "--replication-factor", "3", "--config", "max.message.bytes=2000000",
+        "topics",
+        "--bootstrap-server",
+        b,
+        "--create",
+        "--topic",
+        "orders",
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "3",
+        "--config",
+        "max.message.bytes=2000000",
     ]);
     assert_eq!(out, "Created topic orders.\n");
     wait_until(Duration::from_secs(20), "orders has leaders and a full ISR", || async {
@@ -193,13 +213,36 @@ async fn operator_tools_print_what_kafkas_tools_print() {
     if err.contains("does not serve DescribeConfigs") {
         assert_eq!(out, expected_describe(&metadata, "orders", ""));
     } else {
-        let configs = out.lines().next().and_then(|l| l.split("Configs: ").nth(1)).unwrap_or_default().to_owned();
+        let configs = out
+            .lines()
+            .next()
+            .and_then(|l| l.split("Configs: ").nth(1))
+            .unwrap_or_default()
+            .to_owned();
         assert!(configs.split(',').any(|c| c == "max.message.bytes=2000000"), "{out}");
         assert_eq!(out, expected_describe(&metadata, "orders", &configs));
     }
     // No partition is under-replicated or unavailable.
-    assert_eq!(ok(&["topics", "--bootstrap-server", b, "--describe", "--under-replicated-partitions"]), "");
-    assert_eq!(ok(&["topics", "--bootstrap-server", b, "--describe", "--unavailable-partitions"]), "");
+    assert_eq!(
+        ok(&[
+            "topics",
+            "--bootstrap-server",
+            b,
+            "--describe",
+            "--under-replicated-partitions"
+        ]),
+        ""
+    );
+    assert_eq!(
+        ok(&[
+            "topics",
+            "--bootstrap-server",
+            b,
+            "--describe",
+            "--unavailable-partitions"
+        ]),
+        ""
+    );
 
     // A kafka-python consumer commits what it read; once it left, the group is empty.
     let cutoff = python(PRODUCE_STAMPED, &[b, "orders", "3", "4", "3"]);
@@ -218,25 +261,50 @@ async fn operator_tools_print_what_kafkas_tools_print() {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         // Polled like wait_until, keeping the last output for the failure message.
-        let (code, out, err) = kastle(&["consumer-groups", "--bootstrap-server", b, "--describe", "--group", "g1"]);
+        let (code, out, err) = kastle(&[
+            "consumer-groups",
+            "--bootstrap-server",
+            b,
+            "--describe",
+            "--group",
+            "g1",
+        ]);
         if code == 0 && out == expected && err.contains("Consumer group 'g1' has no active members.") {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "expected\n{expected}\ngot ({code})\n{out}\nstderr: {err}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "expected\n{expected}\ngot ({code})\n{out}\nstderr: {err}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(ok(&["consumer-groups", "--bootstrap-server", b, "--list"]), "g1\n");
 
     // --to-earliest: a dry run changes nothing; --execute commits offset 0.
     let reset = |to: &[&str], mode: &str| {
-        let mut args = vec!["consumer-groups", "--bootstrap-server", b, "--reset-offsets", "--group", "g1", "--topic", "orders"];
+        let mut args = vec![
+            "consumer-groups",
+            "--bootstrap-server",
+            b,
+            "--reset-offsets",
+            "--group",
+            "g1",
+            "--topic",
+            "orders",
+        ];
         args.extend_from_slice(to);
         args.push(mode);
         ok(&args)
     };
-    assert_eq!(reset(&["--to-earliest"], "--dry-run"), expected_reset("g1", "orders", &[(0, 0), (1, 0), (2, 0)]));
+    assert_eq!(
+        reset(&["--to-earliest"], "--dry-run"),
+        expected_reset("g1", "orders", &[(0, 0), (1, 0), (2, 0)])
+    );
     assert_eq!(committed(b, "g1"), "0=7,1=7,2=7");
-    assert_eq!(reset(&["--to-earliest"], "--execute"), expected_reset("g1", "orders", &[(0, 0), (1, 0), (2, 0)]));
+    assert_eq!(
+        reset(&["--to-earliest"], "--execute"),
+        expected_reset("g1", "orders", &[(0, 0), (1, 0), (2, 0)])
+    );
     assert_eq!(committed(b, "g1"), "0=0,1=0,2=0");
 
     // --to-datetime between the old and the new records: the first new record of each partition.
@@ -245,14 +313,35 @@ async fn operator_tools_print_what_kafkas_tools_print() {
         expected_reset("g1", "orders", &[(0, 4), (1, 4), (2, 4)])
     );
     assert_eq!(committed(b, "g1"), "0=4,1=4,2=4");
-    let (_, out, _) = kastle(&["consumer-groups", "--bootstrap-server", b, "--describe", "--group", "g1"]);
+    let (_, out, _) = kastle(&[
+        "consumer-groups",
+        "--bootstrap-server",
+        b,
+        "--describe",
+        "--group",
+        "g1",
+    ]);
     assert_eq!(out, expected_group("g1", "orders", &[(0, 4, 7), (1, 4, 7), (2, 4, 7)]));
 
     // A preferred election: broker 2 leads "elect" until it stops, then comes back as a follower.
-    ok(&["topics", "--bootstrap-server", b, "--create", "--topic", "elect", "--replica-assignment", "2:1:3"]);
-    wait_until(Duration::from_secs(20), "broker 2 leads elect-0 with a full ISR", || async {
-        cluster::partition_in(&cluster::metadata(&zk, 1).await, "elect", 0).is_some_and(|(l, _, isr)| l == 2 && isr.len() == 3)
-    })
+    ok(&[
+        "topics",
+        "--bootstrap-server",
+        b,
+        "--create",
+        "--topic",
+        "elect",
+        "--replica-assignment",
+        "2:1:3",
+    ]);
+    wait_until(
+        Duration::from_secs(20),
+        "broker 2 leads elect-0 with a full ISR",
+        || async {
+            cluster::partition_in(&cluster::metadata(&zk, 1).await, "elect", 0)
+                .is_some_and(|(l, _, isr)| l == 2 && isr.len() == 3)
+        },
+    )
     .await;
     let two = brokers.remove(1);
     two.signal("TERM");
@@ -264,12 +353,30 @@ async fn operator_tools_print_what_kafkas_tools_print() {
     .await;
     let spec = BrokerSpec::new(2, &zookeeper().connect(&chroot)).session_timeout_ms(cluster::SESSION_MS);
     let two = two.restart(&spec);
-    wait_until(Duration::from_secs(30), "broker 2 back in the ISR of elect-0", || async {
-        cluster::partition_in(&cluster::metadata(&zk, 1).await, "elect", 0).is_some_and(|(_, _, isr)| isr.len() == 3)
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "broker 2 back in the ISR of elect-0",
+        || async {
+            cluster::partition_in(&cluster::metadata(&zk, 1).await, "elect", 0)
+                .is_some_and(|(_, _, isr)| isr.len() == 3)
+        },
+    )
     .await;
-    let elect = ["leader-election", "--bootstrap-server", b, "--election-type", "preferred", "--topic", "elect", "--partition", "0"];
-    assert_eq!(ok(&elect), "Successfully completed leader election (PREFERRED) for partitions elect-0\n");
+    let elect = [
+        "leader-election",
+        "--bootstrap-server",
+        b,
+        "--election-type",
+        "preferred",
+        "--topic",
+        "elect",
+        "--partition",
+        "0",
+    ];
+    assert_eq!(
+        ok(&elect),
+        "Successfully completed leader election (PREFERRED) for partitions elect-0\n"
+    );
     wait_until(Duration::from_secs(20), "broker 2 leads elect-0 again", || async {
         cluster::partition_in(&cluster::metadata(&zk, 1).await, "elect", 0).is_some_and(|(l, _, _)| l == 2)
     })
@@ -278,12 +385,27 @@ async fn operator_tools_print_what_kafkas_tools_print() {
     brokers.insert(1, two);
 
     // --alter adds partitions, --delete removes the topic.
-    assert_eq!(ok(&["topics", "--bootstrap-server", b, "--alter", "--topic", "elect", "--partitions", "2"]), "");
+    assert_eq!(
+        ok(&[
+            "topics",
+            "--bootstrap-server",
+            b,
+            "--alter",
+            "--topic",
+            "elect",
+            "--partitions",
+            "2"
+        ]),
+        ""
+    );
     wait_until(Duration::from_secs(20), "elect has 2 partitions", || async {
         cluster::partition_in(&cluster::metadata(&zk, 1).await, "elect", 1).is_some()
     })
     .await;
-    assert_eq!(ok(&["topics", "--bootstrap-server", b, "--delete", "--topic", "elect"]), "");
+    assert_eq!(
+        ok(&["topics", "--bootstrap-server", b, "--delete", "--topic", "elect"]),
+        ""
+    );
     wait_until(Duration::from_secs(20), "elect deleted", || async {
         ok(&["topics", "--bootstrap-server", b, "--list", "--exclude-internal"]) == "orders\n"
     })
@@ -292,17 +414,39 @@ async fn operator_tools_print_what_kafkas_tools_print() {
     // Bad input: exit 1 and Kafka's message.
     let (code, _, err) = kastle(&["topics", "--bootstrap-server", b, "--describe", "--topic", "nope"]);
     assert_eq!(code, 1);
-    assert_eq!(err.trim(), "Error while executing topic command : Topic 'nope' does not exist as expected");
+    assert_eq!(
+        err.trim(),
+        "Error while executing topic command : Topic 'nope' does not exist as expected"
+    );
     let (code, _, err) = kastle(&["topics", "--bootstrap-server", b, "--create", "--partitions", "1"]);
     assert_eq!((code, err.trim()), (1, "Missing required argument \"[topic]\""));
     let (code, _, err) = kastle(&["consumer-groups", "--describe", "--group", "g1"]);
-    assert_eq!((code, err.trim()), (1, "Missing required argument \"[bootstrap-server]\""));
-    let (code, _, err) = kastle(&["leader-election", "--bootstrap-server", b, "--election-type", "preferred"]);
     assert_eq!(
         (code, err.trim()),
-        (1, "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file")
+        (1, "Missing required argument \"[bootstrap-server]\"")
     );
-    let (code, _, err) = kastle(&["consumer-groups", "--bootstrap-server", b, "--describe", "--group", "nobody"]);
+    let (code, _, err) = kastle(&[
+        "leader-election",
+        "--bootstrap-server",
+        b,
+        "--election-type",
+        "preferred",
+    ]);
+    assert_eq!(
+        (code, err.trim()),
+        (
+            1,
+            "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file"
+        )
+    );
+    let (code, _, err) = kastle(&[
+        "consumer-groups",
+        "--bootstrap-server",
+        b,
+        "--describe",
+        "--group",
+        "nobody",
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("Consumer group 'nobody' does not exist."), "{err}");
     let (code, _, _) = kastle(&["topics", "--bootstrap-server", b, "--bogus"]);

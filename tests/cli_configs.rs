@@ -37,14 +37,32 @@ async fn configs_and_delete_records_print_what_kafkas_tools_print() {
     cluster::cluster_ready(&zk, 1).await;
     let bootstrap = common::bootstrap_of(&zk, 1).await;
     let b = bootstrap.as_str();
-    ok(&["topics", "--bootstrap-server", b, "--create", "--topic", "cfg", "--partitions", "1", "--replication-factor", "1"]);
+    ok(&[
+        "topics",
+        "--bootstrap-server",
+        b,
+        "--create",
+        "--topic",
+        "cfg",
+        "--partitions",
+        "1",
+        "--replication-factor",
+        "1",
+    ]);
     wait_until(Duration::from_secs(20), "cfg has a leader", || async {
         cluster::partition_in(&cluster::metadata(&zk, 1).await, "cfg", 0).is_some_and(|(l, _, _)| l == 1)
     })
     .await;
 
     // Topic configs: set two (one a bracketed list), describe, delete one.
-    let topic = ["--bootstrap-server", b, "--entity-type", "topics", "--entity-name", "cfg"];
+    let topic = [
+        "--bootstrap-server",
+        b,
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        "cfg",
+    ];
     let alter = |extra: &[&str]| {
         let mut args = vec!["configs", "--alter"];
         args.extend_from_slice(&topic);
@@ -52,7 +70,11 @@ async fn configs_and_delete_records_print_what_kafkas_tools_print() {
         kastle(&args)
     };
     let (code, out, err) = alter(&["--add-config", "retention.ms=5000,cleanup.policy=[delete,compact]"]);
-    assert_eq!((code, out.as_str()), (0, "Completed updating config for topic cfg.\n"), "{err}");
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "Completed updating config for topic cfg.\n"),
+        "{err}"
+    );
     let describe = || ok(&[&["configs", "--describe"][..], &topic].concat());
     assert_eq!(
         describe(),
@@ -82,7 +104,12 @@ async fn configs_and_delete_records_print_what_kafkas_tools_print() {
     // Broker configs: a cluster-wide default, and one broker's (no dynamic entries).
     let default = ["--bootstrap-server", b, "--entity-type", "brokers", "--entity-default"];
     assert_eq!(
-        ok(&[&["configs", "--alter"][..], &default, &["--add-config", "log.retention.ms=604800000"]].concat()),
+        ok(&[
+            &["configs", "--alter"][..],
+            &default,
+            &["--add-config", "log.retention.ms=604800000"]
+        ]
+        .concat()),
         "Completed updating default config for brokers in the cluster.\n"
     );
     let out = ok(&[&["configs", "--describe"][..], &default].concat());
@@ -93,15 +120,46 @@ async fn configs_and_delete_records_print_what_kafkas_tools_print() {
         "{out}"
     );
     assert_eq!(
-        ok(&["configs", "--describe", "--bootstrap-server", b, "--entity-type", "brokers", "--entity-name", "1"]),
+        ok(&[
+            "configs",
+            "--describe",
+            "--bootstrap-server",
+            b,
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1"
+        ]),
         "Dynamic configs for broker 1 are:\n"
     );
-    let all = ok(&["configs", "--describe", "--all", "--bootstrap-server", b, "--entity-type", "brokers", "--entity-name", "1"]);
+    let all = ok(&[
+        "configs",
+        "--describe",
+        "--all",
+        "--bootstrap-server",
+        b,
+        "--entity-type",
+        "brokers",
+        "--entity-name",
+        "1",
+    ]);
     assert!(all.starts_with("All configs for broker 1 are:\n"), "{all}");
-    assert!(all.contains("\n  broker.id=1 sensitive=false synonyms={STATIC_BROKER_CONFIG:broker.id=1"), "{all}");
+    assert!(
+        all.contains("\n  broker.id=1 sensitive=false synonyms={STATIC_BROKER_CONFIG:broker.id=1"),
+        "{all}"
+    );
 
     // An unknown topic: the broker's error, exit 1.
-    let (code, _, err) = kastle(&["configs", "--describe", "--bootstrap-server", b, "--entity-type", "topics", "--entity-name", "nope"]);
+    let (code, _, err) = kastle(&[
+        "configs",
+        "--describe",
+        "--bootstrap-server",
+        b,
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        "nope",
+    ]);
     assert_eq!(code, 1, "{err}");
 
     // delete-records: the low watermark moves to the offset; beyond the high watermark fails.

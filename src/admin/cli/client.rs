@@ -6,11 +6,10 @@
 
 use std::time::Duration;
 
-use kafka_protocol::messages::{
-    ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, GroupId, MetadataRequest, MetadataResponse,
-    TopicName,
-};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, GroupId, MetadataRequest, MetadataResponse, TopicName,
+};
 use kafka_protocol::protocol::{Request, StrBytes};
 
 use super::{fail, CliError, CliResult};
@@ -66,12 +65,18 @@ impl Admin {
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.unwrap_or_else(|| CliError::Failed(format!("No resolvable bootstrap urls given in bootstrap.servers: {bootstrap}"))))
+        Err(last.unwrap_or_else(|| {
+            CliError::Failed(format!(
+                "No resolvable bootstrap urls given in bootstrap.servers: {bootstrap}"
+            ))
+        }))
     }
 
     /// Re-reads brokers and controller from the bootstrap broker.
     pub async fn refresh(&mut self) -> CliResult<()> {
-        let response = self.metadata_from(BrokerRef::Addr(self.bootstrap.clone()), Some(Vec::new())).await?;
+        let response = self
+            .metadata_from(BrokerRef::Addr(self.bootstrap.clone()), Some(Vec::new()))
+            .await?;
         self.learn(&response);
         Ok(())
     }
@@ -136,7 +141,9 @@ impl Admin {
 
     /// Metadata for `topics` (`None`: every topic, internal ones included).
     pub async fn metadata(&mut self, topics: Option<Vec<String>>) -> CliResult<MetadataResponse> {
-        let response = self.metadata_from(BrokerRef::Addr(self.bootstrap.clone()), topics).await?;
+        let response = self
+            .metadata_from(BrokerRef::Addr(self.bootstrap.clone()), topics)
+            .await?;
         self.learn(&response);
         Ok(response)
     }
@@ -228,7 +235,9 @@ impl Admin {
             let code = code_of(&response);
             let retry = matches!(
                 code,
-                error_codes::NOT_COORDINATOR | error_codes::COORDINATOR_LOAD_IN_PROGRESS | error_codes::COORDINATOR_NOT_AVAILABLE
+                error_codes::NOT_COORDINATOR
+                    | error_codes::COORDINATOR_LOAD_IN_PROGRESS
+                    | error_codes::COORDINATOR_NOT_AVAILABLE
             );
             if !retry || tokio::time::Instant::now() >= deadline {
                 return Ok(response);

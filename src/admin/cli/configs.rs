@@ -261,7 +261,10 @@ pub fn check_args(a: &ConfigsArgs) -> CliResult<Entity> {
     let name = if a.entity_default || a.broker_defaults {
         Some(String::new())
     } else {
-        a.entity_name.clone().or_else(|| a.topic.clone()).or_else(|| a.broker.clone())
+        a.entity_name
+            .clone()
+            .or_else(|| a.topic.clone())
+            .or_else(|| a.broker.clone())
     };
     if let Some(n) = name.as_deref().filter(|n| !n.is_empty()) {
         if kind != "topics" && n.parse::<i32>().is_err() {
@@ -276,13 +279,17 @@ pub fn check_args(a: &ConfigsArgs) -> CliResult<Entity> {
     if a.alter {
         if kind == "brokers" {
             if name.is_none() {
-                return fail("an entity-name or default entity must be specified with --alter of users, clients, brokers or ips");
+                return fail(
+                    "an entity-name or default entity must be specified with --alter of users, clients, brokers or ips",
+                );
             }
         } else if name.as_deref().is_none_or(str::is_empty) {
             return fail(format!("an entity name must be specified with --alter of {kind}"));
         }
         if a.add_config.is_none() && a.delete_config.is_empty() {
-            return fail("At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter");
+            return fail(
+                "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter",
+            );
         }
     }
     Ok(Entity { kind, name })
@@ -316,11 +323,16 @@ pub fn parse_add_config(raw: &str) -> CliResult<Vec<(String, String)>> {
     for pair in split_outside_brackets(raw, ',') {
         let kv = split_outside_brackets(&pair, '=');
         if kv.len() != 2 {
-            return fail("requirement failed: Invalid entity config: all configs to be added must be in the format \"key=val\".");
+            return fail(
+                "requirement failed: Invalid entity config: all configs to be added must be in the format \"key=val\".",
+            );
         }
         let key = kv[0].trim().to_owned();
         let value = kv[1].replace(['[', ']'], "").trim().to_owned();
-        if !key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+        if !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        {
             return fail(format!("Invalid character found for config key: {key}"));
         }
         // A Properties object: a later duplicate replaces an earlier one.
@@ -365,7 +377,14 @@ pub fn format_describe(kind: &str, name: &str, all: bool, entries: &[ConfigEntry
         let synonyms: Vec<String> = e
             .synonyms
             .iter()
-            .map(|s| format!("{}:{}={}", source_name(s.source), s.name, s.value.as_deref().unwrap_or("null")))
+            .map(|s| {
+                format!(
+                    "{}:{}={}",
+                    source_name(s.source),
+                    s.name,
+                    s.value.as_deref().unwrap_or("null")
+                )
+            })
             .collect();
         out.push_str(&format!(
             "  {}={} sensitive={} synonyms={{{}}}\n",

@@ -27,8 +27,18 @@ fn describe_of_a_topic_prints_dynamic_entries_sorted_with_synonyms() {
             SOURCE_DYNAMIC_TOPIC,
             &[("retention.ms", "3600000", 1), ("log.retention.hours", "168", 4)],
         ),
-        entry("cleanup.policy", Some("delete"), SOURCE_DEFAULT, &[("log.cleanup.policy", "delete", 5)]),
-        entry("min.insync.replicas", Some("2"), SOURCE_DYNAMIC_TOPIC, &[("min.insync.replicas", "2", 1)]),
+        entry(
+            "cleanup.policy",
+            Some("delete"),
+            SOURCE_DEFAULT,
+            &[("log.cleanup.policy", "delete", 5)],
+        ),
+        entry(
+            "min.insync.replicas",
+            Some("2"),
+            SOURCE_DYNAMIC_TOPIC,
+            &[("min.insync.replicas", "2", 1)],
+        ),
     ];
     assert_eq!(
         format_describe("topics", "orders", false, &entries),
@@ -79,8 +89,14 @@ fn add_config_splits_outside_brackets() {
 
 #[test]
 fn completed_lines_as_kafka() {
-    assert_eq!(completed_line("topics", "orders"), "Completed updating config for topic orders.");
-    assert_eq!(completed_line("brokers", "1"), "Completed updating config for broker 1.");
+    assert_eq!(
+        completed_line("topics", "orders"),
+        "Completed updating config for topic orders."
+    );
+    assert_eq!(
+        completed_line("brokers", "1"),
+        "Completed updating config for broker 1."
+    );
     assert_eq!(
         completed_line("brokers", ""),
         "Completed updating default config for brokers in the cluster."
@@ -117,14 +133,31 @@ fn option_checks_give_kafkas_messages() {
         "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter"
     );
     assert_eq!(
-        msg(&[&b[..], &["--describe", "--entity-type", "brokers", "--entity-name", "x"]].concat()),
+        msg(&[
+            &b[..],
+            &["--describe", "--entity-type", "brokers", "--entity-name", "x"]
+        ]
+        .concat()),
         "The entity name for brokers must be a valid integer broker id, but it is: x"
     );
     assert_eq!(
         msg(&["--describe", "--entity-type", "topics"]),
         "One of the required --bootstrap-server, --boostrap-controller, or --zookeeper arguments must be specified"
     );
-    let ok = check_args(&args(&[&b[..], &["--alter", "--entity-type", "brokers", "--entity-default", "--add-config", "a=1"]].concat()))
-        .expect("valid");
+    let ok = check_args(&args(
+        &[
+            &b[..],
+            &[
+                "--alter",
+                "--entity-type",
+                "brokers",
+                "--entity-default",
+                "--add-config",
+                "a=1",
+            ],
+        ]
+        .concat(),
+    ))
+    .expect("valid");
     assert_eq!(ok.name.as_deref(), Some(""));
 }

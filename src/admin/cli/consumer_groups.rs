@@ -23,7 +23,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::Decodable;
 
 use super::client::{str_bytes, topic_name, Admin};
-use super::groups_format::{self as fmt, MemberRow, OffsetRow, StateRow, MISSING};
+use super::groups_format::{self as fmt, GroupReset, MemberRow, OffsetRow, Partition, StateRow, MISSING};
 use super::topics::topics_of;
 use super::{fail, java_exception, require_bootstrap, CliError, CliResult};
 use crate::protocol::error_codes;
@@ -142,7 +142,9 @@ pub fn check_args(a: &ConsumerGroupsArgs, now_ms: i64) -> CliResult<(Action, Opt
     ];
     let chosen: Vec<Action> = actions.iter().filter(|(on, _)| *on).map(|(_, x)| *x).collect();
     let [action] = chosen[..] else {
-        return fail("Command must include exactly one action: --list, --describe, --delete, --reset-offsets, --delete-offsets");
+        return fail(
+            "Command must include exactly one action: --list, --describe, --delete, --reset-offsets, --delete-offsets",
+        );
     };
     require_bootstrap(&a.bootstrap_server, "Missing required argument \"[bootstrap-server]\"")?;
     let has_group = !a.group.is_empty() || a.all_groups;
@@ -389,7 +391,11 @@ async fn list_offsets(
                 .with_current_leader_epoch(-1);
             match req_topics.iter_mut().find(|x| x.name.0.as_str() == t) {
                 Some(x) => x.partitions.push(part),
-                None => req_topics.push(ListOffsetsTopic::default().with_name(topic_name(t)).with_partitions(vec![part])),
+                None => req_topics.push(
+                    ListOffsetsTopic::default()
+                        .with_name(topic_name(t))
+                        .with_partitions(vec![part]),
+                ),
             }
         }
         let request = ListOffsetsRequest::default()
@@ -462,7 +468,7 @@ async fn describe(admin: &mut Admin, a: &ConsumerGroupsArgs, groups: &[String]) 
         }
         let committed = committed(admin, group).await?;
         let offset_of: HashMap<(String, i32), Option<i64>> = committed.iter().cloned().collect();
-        let mut members: Vec<(String, String, String, Vec<(String, i32)>)> = described
+        let mut members: Vec<(String, String, String, Vec<Partition>)> = described
             .members
             .iter()
             .map(|m| {
@@ -475,13 +481,16 @@ async fn describe(admin: &mut Admin, a: &ConsumerGroupsArgs, groups: &[String]) 
             })
             .filter(|m| !m.3.is_empty())
             .collect();
-        members.sort_by(|x, y| y.3.len().cmp(&x.3.len()));
+        members.sort_by_key(|m| std::cmp::Reverse(m.3.len()));
         let mut rows: Vec<OffsetRow> = Vec::new();
         let mut assigned: Vec<(String, i32)> = Vec::new();
-        let mut blocks: Vec<(Option<(String, String, String)>, Vec<(String, i32)>)> = Vec::new();
+        let mut blocks: Vec<(Option<[String; 3]>, Vec<Partition>)> = Vec::new();
         for (id, host, client, parts) in members {
             assigned.extend(parts.iter().cloned());
-            blocks.push((Some((id, host, client)), fmt::describe_order(fmt::partition_order(parts))));
+            blocks.push((
+                Some([id, host, client]),
+                fmt::describe_order(fmt::partition_order(parts)),
+            ));
         }
         let unassigned: Vec<(String, i32)> = committed
             .iter()
@@ -496,7 +505,7 @@ async fn describe(admin: &mut Admin, a: &ConsumerGroupsArgs, groups: &[String]) 
         for (member, parts) in blocks {
             for tp in parts {
                 let (id, host, client) = match &member {
-                    Some((i, h, c)) => (i.clone(), h.clone(), c.clone()),
+                    Some([i, h, c]) => (i.clone(), h.clone(), c.clone()),
                     None => (MISSING.to_owned(), MISSING.to_owned(), MISSING.to_owned()),
                 };
                 rows.push(OffsetRow {
@@ -562,7 +571,10 @@ async fn partitions_to_reset(admin: &mut Admin, a: &ConsumerGroupsArgs, group: &
                 let name = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
                 return fail(format!(
                     "Executing consumer group command failed due to {}",
-                    java_exception(t.error_code, Some(&format!("This server does not host this topic-partition: {name}")))
+                    java_exception(
+                        t.error_code,
+                        Some(&format!("This server does not host this topic-partition: {name}"))
+                    )
                 ));
             }
         }
@@ -594,11 +606,17 @@ async fn prepare(
     parts: &[(String, i32)],
     to: &ResetTo,
 ) -> CliResult<Vec<((String, i32), i64)>> {
-    let missing = |what: &str, tp: &(String, i32)| CliError::Failed(format!("Error getting {what} of topic partition: {}-{}", tp.0, tp.1));
+    let missing = |what: &str, tp: &(String, i32)| {
+        CliError::Failed(format!("Error getting {what} of topic partition: {}-{}", tp.0, tp.1))
+    };
     let mut out = Vec::new();
     match to {
         ResetTo::Earliest | ResetTo::Latest => {
-            let (ts, what) = if *to == ResetTo::Earliest { (-2, "starting offset") } else { (-1, "ending offset") };
+            let (ts, what) = if *to == ResetTo::Earliest {
+                (-2, "starting offset")
+            } else {
+                (-1, "ending offset")
+            };
             let offsets = list_offsets(admin, parts, ts).await?;
             for tp in parts {
                 out.push((tp.clone(), *offsets.get(tp).ok_or_else(|| missing(what, tp))?));
@@ -622,7 +640,10 @@ async fn prepare(
                     ResetTo::Offset(o) => *o,
                     _ => 0,
                 };
-                out.push((tp.clone(), clamp(requested, tp, starts.get(tp).copied(), ends.get(tp).copied())));
+                out.push((
+                    tp.clone(),
+                    clamp(requested, tp, starts.get(tp).copied(), ends.get(tp).copied()),
+                ));
             }
         }
         ResetTo::Timestamp(ts) => {
@@ -633,7 +654,10 @@ async fn prepare(
                 .cloned()
                 .collect();
             for tp in &empty {
-                println!("\nWarn: Partition {} from topic {} is empty. Falling back to latest known offset.", tp.1, tp.0);
+                println!(
+                    "\nWarn: Partition {} from topic {} is empty. Falling back to latest known offset.",
+                    tp.1, tp.0
+                );
             }
             let ends = list_offsets(admin, &empty, -1).await?;
             for tp in parts {
@@ -665,7 +689,7 @@ async fn prepare(
 }
 
 async fn reset_offsets(admin: &mut Admin, a: &ConsumerGroupsArgs, groups: &[String], to: &ResetTo) -> CliResult<()> {
-    let mut results: Vec<(String, Vec<(String, i32, i64)>)> = Vec::new();
+    let mut results: Vec<GroupReset> = Vec::new();
     let mut refused = false;
     for group in groups {
         let state = describe_group(admin, group).await?.group_state.to_string();
@@ -707,7 +731,11 @@ async fn commit(admin: &Admin, group: &str, offsets: &[((String, i32), i64)]) ->
             .with_committed_metadata(Some(str_bytes("")));
         match topics.iter_mut().find(|x| x.name.0.as_str() == t) {
             Some(x) => x.partitions.push(part),
-            None => topics.push(OffsetCommitRequestTopic::default().with_name(topic_name(t)).with_partitions(vec![part])),
+            None => topics.push(
+                OffsetCommitRequestTopic::default()
+                    .with_name(topic_name(t))
+                    .with_partitions(vec![part]),
+            ),
         }
     }
     let request = OffsetCommitRequest::default()
@@ -745,7 +773,9 @@ async fn delete(admin: &Admin, groups: &[String]) -> CliResult<()> {
     for group in groups {
         let request = DeleteGroupsRequest::default().with_groups_names(vec![Admin::group_id(group)]);
         let response = admin
-            .send_to_coordinator(group, request, (0, 2), |r| r.results.first().map_or(0, |g| g.error_code))
+            .send_to_coordinator(group, request, (0, 2), |r| {
+                r.results.first().map_or(0, |g| g.error_code)
+            })
             .await?;
         match response.results.first().map_or(error_codes::NONE, |r| r.error_code) {
             error_codes::NONE => ok.push(group.clone()),
@@ -753,20 +783,30 @@ async fn delete(admin: &Admin, groups: &[String]) -> CliResult<()> {
         }
     }
     if failed.is_empty() {
-        println!("Deletion of requested consumer groups ('{}') was successful.", ok.join(", "));
+        println!(
+            "Deletion of requested consumer groups ('{}') was successful.",
+            ok.join(", ")
+        );
         return Ok(());
     }
     println!("\nError: Deletion of some consumer groups failed:");
     for (group, code) in &failed {
         let exception = match *code {
-            error_codes::NON_EMPTY_GROUP => "org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty.".to_owned(),
-            error_codes::GROUP_ID_NOT_FOUND => "org.apache.kafka.common.errors.GroupIdNotFoundException: The group id does not exist.".to_owned(),
+            error_codes::NON_EMPTY_GROUP => {
+                "org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty.".to_owned()
+            }
+            error_codes::GROUP_ID_NOT_FOUND => {
+                "org.apache.kafka.common.errors.GroupIdNotFoundException: The group id does not exist.".to_owned()
+            }
             c => java_exception(c, None),
         };
         println!("* Group '{group}' could not be deleted due to: java.util.concurrent.ExecutionException: {exception}");
     }
     if !ok.is_empty() {
-        println!("\nThese consumer groups were deleted successfully: '{}', '", ok.join("'"));
+        println!(
+            "\nThese consumer groups were deleted successfully: '{}', '",
+            ok.join("'")
+        );
     }
     fail("")
 }
@@ -809,13 +849,34 @@ mod tests {
             "One of the reset scopes should be defined: --all-topics, --topic."
         );
         let (action, to) = check_args(
-            &args(&[&b[..], &["--reset-offsets", "--group", "g", "--topic", "t", "--to-datetime", "1970-01-01T00:00:01.000", "--execute"]].concat()),
+            &args(
+                &[
+                    &b[..],
+                    &[
+                        "--reset-offsets",
+                        "--group",
+                        "g",
+                        "--topic",
+                        "t",
+                        "--to-datetime",
+                        "1970-01-01T00:00:01.000",
+                        "--execute",
+                    ],
+                ]
+                .concat(),
+            ),
             0,
         )
         .expect("valid");
         assert_eq!((action, to), (Action::Reset, Some(ResetTo::Timestamp(1000))));
         let (_, to) = check_args(
-            &args(&[&b[..], &["--reset-offsets", "--group", "g", "--all-topics", "--shift-by", "-2"]].concat()),
+            &args(
+                &[
+                    &b[..],
+                    &["--reset-offsets", "--group", "g", "--all-topics", "--shift-by", "-2"],
+                ]
+                .concat(),
+            ),
             0,
         )
         .expect("valid");
@@ -826,9 +887,10 @@ mod tests {
     fn member_assignments_decode_from_the_consumer_protocol() {
         use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
         use kafka_protocol::protocol::Encodable;
-        let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(vec![TopicPartition::default()
-            .with_topic(topic_name("t"))
-            .with_partitions(vec![0, 2])]);
+        let assignment = ConsumerProtocolAssignment::default()
+            .with_assigned_partitions(vec![TopicPartition::default()
+                .with_topic(topic_name("t"))
+                .with_partitions(vec![0, 2])]);
         let mut buf = bytes::BytesMut::new();
         bytes::BufMut::put_i16(&mut buf, 1);
         assignment.encode(&mut buf, 1).expect("encode");

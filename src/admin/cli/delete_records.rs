@@ -45,7 +45,10 @@ pub fn parse_offset_json(text: &str) -> CliResult<Vec<(String, i32, i64)>> {
     let mut out: Vec<(String, i32, i64)> = Vec::new();
     for p in list {
         let topic = p.get("topic").and_then(|t| t.as_str());
-        let partition = p.get("partition").and_then(|v| v.as_i64()).and_then(|n| i32::try_from(n).ok());
+        let partition = p
+            .get("partition")
+            .and_then(|v| v.as_i64())
+            .and_then(|n| i32::try_from(n).ok());
         let offset = p.get("offset").and_then(|v| v.as_i64());
         let (Some(topic), Some(partition), Some(offset)) = (topic, partition, offset) else {
             return fail(format!("Invalid partition entry in the offset json file: {p}"));
@@ -68,9 +71,12 @@ pub fn parse_offset_json(text: &str) -> CliResult<Vec<(String, i32, i64)>> {
     Ok(out)
 }
 
+/// A partition's low watermark after the delete, or the Java exception that failed it.
+pub type PartitionResult = ((String, i32), Result<i64, String>);
+
 /// The per-partition lines, in the order of the admin client's result map
 /// (`new HashMap<>(n)` of TopicPartition).
-pub fn format_results(results: &[((String, i32), Result<i64, String>)]) -> String {
+pub fn format_results(results: &[PartitionResult]) -> String {
     let ordered = java::hash_order(results.to_vec(), Some(results.len()), |((t, p), _)| {
         java::topic_partition_hash(t, *p)
     });
@@ -98,14 +104,19 @@ pub async fn run(a: &DeleteRecordsArgs) -> CliResult<()> {
         .into_iter()
         .flat_map(|t| {
             let name = t.name.clone();
-            t.partitions.into_iter().map(move |p| ((name.clone(), p.partition), p.leader))
+            t.partitions
+                .into_iter()
+                .map(move |p| ((name.clone(), p.partition), p.leader))
         })
         .collect();
-    let mut results: Vec<((String, i32), Result<i64, String>)> = Vec::new();
+    let mut results: Vec<PartitionResult> = Vec::new();
     let mut by_leader: HashMap<i32, Vec<(String, i32, i64)>> = HashMap::new();
     for (t, p, offset) in wanted {
         match leaders.get(&(t.clone(), p)) {
-            None => results.push(((t, p), Err(java_exception(error_codes::UNKNOWN_TOPIC_OR_PARTITION, None)))),
+            None => results.push((
+                (t, p),
+                Err(java_exception(error_codes::UNKNOWN_TOPIC_OR_PARTITION, None)),
+            )),
             Some(None) => results.push(((t, p), Err(java_exception(error_codes::LEADER_NOT_AVAILABLE, None)))),
             Some(Some(leader)) => by_leader.entry(*leader).or_default().push((t, p, offset)),
         }
@@ -113,13 +124,21 @@ pub async fn run(a: &DeleteRecordsArgs) -> CliResult<()> {
     for (leader, list) in by_leader {
         let mut topics: Vec<DeleteRecordsTopic> = Vec::new();
         for (t, p, offset) in &list {
-            let partition = DeleteRecordsPartition::default().with_partition_index(*p).with_offset(*offset);
+            let partition = DeleteRecordsPartition::default()
+                .with_partition_index(*p)
+                .with_offset(*offset);
             match topics.iter_mut().find(|x| x.name.0.as_str() == t) {
                 Some(x) => x.partitions.push(partition),
-                None => topics.push(DeleteRecordsTopic::default().with_name(topic_name(t)).with_partitions(vec![partition])),
+                None => topics.push(
+                    DeleteRecordsTopic::default()
+                        .with_name(topic_name(t))
+                        .with_partitions(vec![partition]),
+                ),
             }
         }
-        let request = DeleteRecordsRequest::default().with_topics(topics).with_timeout_ms(30_000);
+        let request = DeleteRecordsRequest::default()
+            .with_topics(topics)
+            .with_timeout_ms(30_000);
         let response = admin.send(leader, request, (0, 2)).await?;
         for (t, p, _) in list {
             let r = response
@@ -150,21 +169,31 @@ mod tests {
 
     #[test]
     fn offset_json_as_kafka() {
-        let parsed = parse_offset_json(r#"{"partitions":[{"topic":"t","partition":0,"offset":5}],"version":1}"#)
-            .expect("ok");
+        let parsed =
+            parse_offset_json(r#"{"partitions":[{"topic":"t","partition":0,"offset":5}],"version":1}"#).expect("ok");
         assert_eq!(parsed, vec![("t".to_owned(), 0, 5)]);
         assert_eq!(
-            parse_offset_json(r#"{"version":2,"partitions":[]}"#).expect_err("v2").to_string(),
+            parse_offset_json(r#"{"version":2,"partitions":[]}"#)
+                .expect_err("v2")
+                .to_string(),
             "Not supported version field value 2"
         );
-        assert_eq!(parse_offset_json("{}").expect_err("none").to_string(), "Missing partitions field");
         assert_eq!(
-            parse_offset_json(r#"{"partitions":[{"topic":"t","partition":0,"offset":5},{"topic":"t","partition":0,"offset":6}]}"#)
-                .expect_err("dup")
-                .to_string(),
+            parse_offset_json("{}").expect_err("none").to_string(),
+            "Missing partitions field"
+        );
+        assert_eq!(
+            parse_offset_json(
+                r#"{"partitions":[{"topic":"t","partition":0,"offset":5},{"topic":"t","partition":0,"offset":6}]}"#
+            )
+            .expect_err("dup")
+            .to_string(),
             "Offset json file contains duplicate topic partitions: t-0"
         );
-        assert_eq!(parse_offset_json("nope").expect_err("json").to_string(), "The input string is not a valid JSON");
+        assert_eq!(
+            parse_offset_json("nope").expect_err("json").to_string(),
+            "The input string is not a valid JSON"
+        );
     }
 
     #[test]

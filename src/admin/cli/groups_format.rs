@@ -5,6 +5,12 @@
 
 use super::java;
 
+/// A topic and a partition number.
+pub type Partition = (String, i32);
+
+/// One group's planned offsets: `(topic, partition, new offset)` rows.
+pub type GroupReset = (String, Vec<(String, i32, i64)>);
+
 /// `ConsumerGroupCommand.MISSING_COLUMN_VALUE`.
 pub const MISSING: &str = "-";
 
@@ -66,7 +72,8 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
 
 /// `printOffsets` for one group's rows.
 pub fn format_offsets(rows: &[OffsetRow]) -> String {
-    let width = |f: &dyn Fn(&OffsetRow) -> String| rows.iter().map(|r| f(r).encode_utf16().count()).fold(15, usize::max);
+    let width =
+        |f: &dyn Fn(&OffsetRow) -> String| rows.iter().map(|r| f(r).encode_utf16().count()).fold(15, usize::max);
     let g = width(&|r| r.group.clone());
     let t = width(&|r| opt(&r.topic));
     let c = width(&|r| opt(&r.consumer_id));
@@ -151,7 +158,14 @@ pub fn format_members(rows: &[MemberRow], printable: bool, verbose: bool) -> Str
     };
     let mut out = format!(
         "\n{}",
-        line("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+        line(
+            "GROUP",
+            "CONSUMER-ID",
+            "GROUP-INSTANCE-ID",
+            "HOST",
+            "CLIENT-ID",
+            "#PARTITIONS"
+        )
     );
     if verbose {
         out.push_str("ASSIGNMENT");
@@ -220,11 +234,12 @@ pub fn format_state(s: &StateRow) -> String {
 
 /// `printOffsetsToReset`: groups in `HashMap<String>` order, each group's partitions in the
 /// order given (already the `HashMap<TopicPartition>` order).
-pub fn format_reset(groups: &[(String, Vec<(String, i32, i64)>)]) -> String {
+pub fn format_reset(groups: &[GroupReset]) -> String {
     if groups.is_empty() {
         return String::new();
     }
-    let line = |a: &str, b: &str, c: &str, d: &str| format!("\n{} {} {} {}", pad(a, 30), pad(b, 30), pad(c, 10), pad(d, 15));
+    let line =
+        |a: &str, b: &str, c: &str, d: &str| format!("\n{} {} {} {}", pad(a, 30), pad(b, 30), pad(c, 10), pad(d, 15));
     let mut out = line("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET");
     let ordered = java::hash_order(groups.to_vec(), None, |(g, _)| java::string_hash(g));
     for (group, rows) in &ordered {
@@ -278,7 +293,10 @@ fn digits(s: &str, n: usize) -> Option<i64> {
 pub fn parse_datetime(raw: &str) -> Result<i64, String> {
     let bad = || format!("java.text.ParseException: Unparseable date: \"{raw}\"");
     let Some((date, time)) = raw.split_once('T') else {
-        return Err("java.text.ParseException: Error parsing timestamp. It does not contain a 'T' according to ISO8601 format".into());
+        return Err(
+            "java.text.ParseException: Error parsing timestamp. It does not contain a 'T' according to ISO8601 format"
+                .into(),
+        );
     };
     let (clock, zone) = match time.find(['Z', '+', '-']) {
         Some(i) => time.split_at(i),
@@ -289,8 +307,16 @@ pub fn parse_datetime(raw: &str) -> Result<i64, String> {
     let (hms, millis) = clock.split_once('.').ok_or_else(bad)?;
     let t: Vec<&str> = hms.split(':').collect();
     let [h, mi, s] = t[..] else { return Err(bad()) };
-    let (y, mo, da) = (digits(y, 4).ok_or_else(bad)?, digits(mo, 2).ok_or_else(bad)?, digits(da, 2).ok_or_else(bad)?);
-    let (h, mi, s) = (digits(h, 2).ok_or_else(bad)?, digits(mi, 2).ok_or_else(bad)?, digits(s, 2).ok_or_else(bad)?);
+    let (y, mo, da) = (
+        digits(y, 4).ok_or_else(bad)?,
+        digits(mo, 2).ok_or_else(bad)?,
+        digits(da, 2).ok_or_else(bad)?,
+    );
+    let (h, mi, s) = (
+        digits(h, 2).ok_or_else(bad)?,
+        digits(mi, 2).ok_or_else(bad)?,
+        digits(s, 2).ok_or_else(bad)?,
+    );
     let ms = digits(millis, 3).ok_or_else(bad)?;
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -304,7 +330,10 @@ pub fn parse_datetime(raw: &str) -> Result<i64, String> {
             let rest = z[1..].replace(':', "");
             let (zh, zm) = match rest.len() {
                 2 => (digits(&rest, 2).ok_or_else(bad)?, 0),
-                4 => (digits(&rest[..2], 2).ok_or_else(bad)?, digits(&rest[2..], 2).ok_or_else(bad)?),
+                4 => (
+                    digits(&rest[..2], 2).ok_or_else(bad)?,
+                    digits(&rest[2..], 2).ok_or_else(bad)?,
+                ),
                 _ => return Err(bad()),
             };
             sign * (zh * 60 + zm)

@@ -1,6 +1,12 @@
 use super::*;
 
-fn row(topic: &str, partition: i32, offset: Option<i64>, end: Option<i64>, member: Option<(&str, &str, &str)>) -> OffsetRow {
+fn row(
+    topic: &str,
+    partition: i32,
+    offset: Option<i64>,
+    end: Option<i64>,
+    member: Option<(&str, &str, &str)>,
+) -> OffsetRow {
     OffsetRow {
         group: "g1".into(),
         topic: Some(topic.into()),
@@ -16,7 +22,13 @@ fn row(topic: &str, partition: i32, offset: Option<i64>, end: Option<i64>, membe
 #[test]
 fn offsets_table_pads_as_kafka() {
     let rows = vec![
-        row("orders", 0, Some(5), Some(7), Some(("consumer-1-0a1b", "/127.0.0.1", "consumer-1"))),
+        row(
+            "orders",
+            0,
+            Some(5),
+            Some(7),
+            Some(("consumer-1-0a1b", "/127.0.0.1", "consumer-1")),
+        ),
         row("orders", 1, None, Some(3), None),
     ];
     assert_eq!(
@@ -72,7 +84,10 @@ fn reset_table_as_kafka() {
 fn rows_come_in_hash_map_order() {
     // TopicPartition("t", p) buckets of 16: p0 5, p1 4, p2 3.
     let set = partition_order(vec![("t".into(), 0), ("t".into(), 1), ("t".into(), 2)]);
-    assert_eq!(describe_order(set), vec![("t".to_owned(), 2), ("t".to_owned(), 1), ("t".to_owned(), 0)]);
+    assert_eq!(
+        describe_order(set),
+        vec![("t".to_owned(), 2), ("t".to_owned(), 1), ("t".to_owned(), 0)]
+    );
 }
 
 #[test]
@@ -83,7 +98,9 @@ fn datetimes_parse_as_kafka_utils() {
     assert_eq!(parse_datetime("2024-02-29T13:34:56.789+01:00"), Ok(1_709_210_096_789));
     assert_eq!(parse_datetime("2024-02-29T07:34:56.789-0500"), Ok(1_709_210_096_789));
     assert!(parse_datetime("2023-02-29T00:00:00.000").is_err());
-    assert!(parse_datetime("2024-01-01 00:00:00.000").expect_err("no T").contains("does not contain a 'T'"));
+    assert!(parse_datetime("2024-01-01 00:00:00.000")
+        .expect_err("no T")
+        .contains("does not contain a 'T'"));
     assert!(parse_datetime("2024-01-01T00:00:00").is_err());
 }
 

@@ -79,9 +79,13 @@ pub fn check_args(a: &LeaderElectionArgs) -> CliResult<ElectionType> {
     if !missing.is_empty() {
         return fail(format!("Missing required option(s): {}", missing.join(", ")));
     }
-    let given = usize::from(a.topic.is_some()) + usize::from(a.all_topic_partitions) + usize::from(a.path_to_json_file.is_some());
+    let given = usize::from(a.topic.is_some())
+        + usize::from(a.all_topic_partitions)
+        + usize::from(a.path_to_json_file.is_some());
     if given != 1 {
-        return fail("One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file");
+        return fail(
+            "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file",
+        );
     }
     if a.topic.is_some() && a.partition.is_none() {
         return fail("Missing required option(s): partition");
@@ -109,7 +113,10 @@ pub fn parse_election_json(text: &str) -> CliResult<Vec<(String, i32)>> {
     let mut out: Vec<(String, i32)> = Vec::new();
     for p in list {
         let topic = p.get("topic").and_then(|t| t.as_str());
-        let partition = p.get("partition").and_then(|t| t.as_i64()).and_then(|n| i32::try_from(n).ok());
+        let partition = p
+            .get("partition")
+            .and_then(|t| t.as_i64())
+            .and_then(|n| i32::try_from(n).ok());
         let (Some(topic), Some(partition)) = (topic, partition) else {
             return fail(format!("Invalid partition entry in replica election data: {p}"));
         };
@@ -150,7 +157,9 @@ pub fn outcome_of(response: &ElectLeadersResponse) -> Outcome {
             match p.error_code {
                 error_codes::NONE => out.succeeded.push(tp),
                 error_codes::ELECTION_NOT_NEEDED => out.noop.push(tp),
-                code => out.failed.push((tp, super::java_exception(code, p.error_message.as_deref()))),
+                code => out
+                    .failed
+                    .push((tp, super::java_exception(code, p.error_message.as_deref()))),
             }
         }
     }
@@ -182,7 +191,9 @@ pub fn format_outcome(kind: ElectionType, outcome: &Outcome) -> (String, Option<
             joined(&outcome.noop)
         ));
     }
-    let failed = java::hash_order(outcome.failed.clone(), None, |((t, p), _)| java::topic_partition_hash(t, *p));
+    let failed = java::hash_order(outcome.failed.clone(), None, |((t, p), _)| {
+        java::topic_partition_hash(t, *p)
+    });
     for ((t, p), error) in &failed {
         out.push_str(&format!(
             "Error completing leader election ({}) for partition: {t}-{p}: {error}\n",
@@ -197,8 +208,8 @@ pub async fn run(a: &LeaderElectionArgs) -> CliResult<()> {
     let kind = check_args(a)?;
     let partitions: Option<Vec<(String, i32)>> = match (&a.path_to_json_file, &a.topic, a.partition) {
         (Some(path), _, _) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
+            let text =
+                std::fs::read_to_string(path).map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
             Some(parse_election_json(&text)?)
         }
         (None, Some(topic), Some(partition)) => Some(vec![(topic.clone(), partition)]),
@@ -210,7 +221,11 @@ pub async fn run(a: &LeaderElectionArgs) -> CliResult<()> {
         for (t, p) in list {
             match by_topic.iter_mut().find(|tp| tp.topic.0.as_str() == t) {
                 Some(tp) => tp.partitions.push(p),
-                None => by_topic.push(TopicPartitions::default().with_topic(topic_name(&t)).with_partitions(vec![p])),
+                None => by_topic.push(
+                    TopicPartitions::default()
+                        .with_topic(topic_name(&t))
+                        .with_partitions(vec![p]),
+                ),
             }
         }
         by_topic
@@ -293,11 +308,25 @@ mod tests {
             "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file"
         );
         assert_eq!(
-            msg(&["--bootstrap-server", "h:1", "--election-type", "preferred", "--topic", "t"]),
+            msg(&[
+                "--bootstrap-server",
+                "h:1",
+                "--election-type",
+                "preferred",
+                "--topic",
+                "t"
+            ]),
             "Missing required option(s): partition"
         );
         assert_eq!(
-            check_args(&args(&["--bootstrap-server", "h:1", "--election-type", "UNCLEAN", "--all-topic-partitions"])).expect("ok"),
+            check_args(&args(&[
+                "--bootstrap-server",
+                "h:1",
+                "--election-type",
+                "UNCLEAN",
+                "--all-topic-partitions"
+            ]))
+            .expect("ok"),
             ElectionType::Unclean
         );
     }
@@ -312,9 +341,11 @@ mod tests {
             parse_election_json("{}").expect_err("missing").to_string(),
             "Replica election data is missing \"partitions\" field"
         );
-        assert!(parse_election_json(r#"{"partitions":[{"topic":"a","partition":1},{"topic":"a","partition":1}]}"#)
-            .expect_err("dup")
-            .to_string()
-            .contains("duplicate partitions"));
+        assert!(
+            parse_election_json(r#"{"partitions":[{"topic":"a","partition":1},{"topic":"a","partition":1}]}"#)
+                .expect_err("dup")
+                .to_string()
+                .contains("duplicate partitions")
+        );
     }
 }

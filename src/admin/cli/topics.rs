@@ -13,7 +13,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use clap::Args;
 use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
-use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::create_topics_request::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+};
 use kafka_protocol::messages::{
     BrokerId, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataResponse,
 };
@@ -161,7 +163,11 @@ pub fn check_args(a: &TopicsArgs) -> CliResult<Action> {
     only(!a.config.is_empty(), "config", &[Action::Create])?;
     only(a.partitions.is_some(), "partitions", &[Action::Alter, Action::Create])?;
     only(a.replication_factor.is_some(), "replication-factor", &[Action::Create])?;
-    only(a.replica_assignment.is_some(), "replica-assignment", &[Action::Alter, Action::Create])?;
+    only(
+        a.replica_assignment.is_some(),
+        "replica-assignment",
+        &[Action::Alter, Action::Create],
+    )?;
     if action == Action::Create && a.replica_assignment.is_some() {
         if a.partitions.is_some() {
             return Err(invalid("replica-assignment", "partitions"));
@@ -182,9 +188,17 @@ pub fn check_args(a: &TopicsArgs) -> CliResult<Action> {
     if a.topics_with_overrides && a.reports() {
         return Err(invalid("topics-with-overrides", "under-replicated-partitions"));
     }
-    only(a.if_exists, "if-exists", &[Action::Alter, Action::Delete, Action::Describe])?;
+    only(
+        a.if_exists,
+        "if-exists",
+        &[Action::Alter, Action::Delete, Action::Describe],
+    )?;
     only(a.if_not_exists, "if-not-exists", &[Action::Create])?;
-    only(a.exclude_internal, "exclude-internal", &[Action::List, Action::Describe])?;
+    only(
+        a.exclude_internal,
+        "exclude-internal",
+        &[Action::List, Action::Describe],
+    )?;
     Ok(action)
 }
 
@@ -226,7 +240,9 @@ pub fn parse_topic_configs(raw: &[String]) -> CliResult<Vec<(String, String)>> {
     for c in raw {
         let parts: Vec<&str> = c.split('=').collect();
         if parts.len() != 2 {
-            return fail("requirement failed: Invalid topic config: all configs to be added must be in the format \"key=val\".");
+            return fail(
+                "requirement failed: Invalid topic config: all configs to be added must be in the format \"key=val\".",
+            );
         }
         let key = parts[0].trim().to_owned();
         out.retain(|(k, _)| *k != key);
@@ -416,7 +432,10 @@ pub async fn run(a: &TopicsArgs) -> CliResult<()> {
             Action::Create => create(&mut admin, a).await,
             Action::List => {
                 let all = admin.topic_names().await?;
-                print!("{}", list_output(&select_topics(&all, a.topic.as_deref(), a.exclude_internal)));
+                print!(
+                    "{}",
+                    list_output(&select_topics(&all, a.topic.as_deref(), a.exclude_internal))
+                );
                 Ok(())
             }
             Action::Describe => describe(&mut admin, a).await,
@@ -438,7 +457,9 @@ async fn create(admin: &mut Admin, a: &TopicsArgs) -> CliResult<()> {
     if name.contains('.') || name.contains('_') {
         println!("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could collide. To avoid issues it is best to use either, but not both.");
     }
-    if a.replication_factor.is_some_and(|rf| !(1..=i32::from(i16::MAX)).contains(&rf)) {
+    if a.replication_factor
+        .is_some_and(|rf| !(1..=i32::from(i16::MAX)).contains(&rf))
+    {
         return fail(format!(
             "The replication factor must be between 1 and {} inclusive",
             i16::MAX
@@ -447,30 +468,31 @@ async fn create(admin: &mut Admin, a: &TopicsArgs) -> CliResult<()> {
     if a.partitions.is_some_and(|p| p < 1) {
         return fail("The partitions must be greater than 0");
     }
-    let mut topic = CreatableTopic::default()
-        .with_name(topic_name(&name))
-        .with_configs(
-            configs
-                .iter()
-                .map(|(k, v)| {
-                    CreatableTopicConfig::default()
-                        .with_name(str_bytes(k))
-                        .with_value(Some(str_bytes(v)))
-                })
-                .collect(),
-        );
+    let mut topic = CreatableTopic::default().with_name(topic_name(&name)).with_configs(
+        configs
+            .iter()
+            .map(|(k, v)| {
+                CreatableTopicConfig::default()
+                    .with_name(str_bytes(k))
+                    .with_value(Some(str_bytes(v)))
+            })
+            .collect(),
+    );
     topic = match &assignment {
-        Some(assignment) => topic.with_num_partitions(-1).with_replication_factor(-1).with_assignments(
-            assignment
-                .iter()
-                .enumerate()
-                .map(|(i, brokers)| {
-                    CreatableReplicaAssignment::default()
-                        .with_partition_index(i as i32)
-                        .with_broker_ids(brokers.iter().map(|b| BrokerId(*b)).collect())
-                })
-                .collect(),
-        ),
+        Some(assignment) => topic
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+            .with_assignments(
+                assignment
+                    .iter()
+                    .enumerate()
+                    .map(|(i, brokers)| {
+                        CreatableReplicaAssignment::default()
+                            .with_partition_index(i as i32)
+                            .with_broker_ids(brokers.iter().map(|b| BrokerId(*b)).collect())
+                    })
+                    .collect(),
+            ),
         None => topic
             .with_num_partitions(a.partitions.unwrap_or(-1))
             .with_replication_factor(a.replication_factor.map_or(-1, |rf| rf as i16)),

@@ -61,7 +61,10 @@ fn config_order_is_javas_hash_map_order() {
     let names: Vec<String> = defaults_and_overrides().into_iter().map(|e| e.name).collect();
     // String.hashCode buckets of 16: cleanup.policy 2, min.insync.replicas 10, retention.ms
     // and segment.bytes both 11 (in insertion order).
-    assert_eq!(names, ["cleanup.policy", "min.insync.replicas", "retention.ms", "segment.bytes"]);
+    assert_eq!(
+        names,
+        ["cleanup.policy", "min.insync.replicas", "retention.ms", "segment.bytes"]
+    );
 }
 
 #[test]
@@ -85,7 +88,10 @@ fn reports_print_only_matching_partitions_and_no_topic_line() {
         under_min_isr: true,
         ..DescribeFilter::default()
     };
-    assert_eq!(describe_output(&[orders()], &configs, &live, &min_isr).lines().count(), 1);
+    assert_eq!(
+        describe_output(&[orders()], &configs, &live, &min_isr).lines().count(),
+        1
+    );
     let at_min = DescribeFilter {
         at_min_isr: true,
         ..DescribeFilter::default()
@@ -135,7 +141,10 @@ fn selection_and_existence_as_kafka() {
 
 #[test]
 fn replica_assignment_and_configs_parse_as_kafka() {
-    assert_eq!(parse_replica_assignment("1:2, 2:3").expect("ok"), vec![vec![1, 2], vec![2, 3]]);
+    assert_eq!(
+        parse_replica_assignment("1:2, 2:3").expect("ok"),
+        vec![vec![1, 2], vec![2, 3]]
+    );
     assert_eq!(
         parse_replica_assignment("1:1").expect_err("dup").to_string(),
         "Partition replica lists may not contain duplicate entries: 1"
@@ -171,7 +180,10 @@ fn option_checks_give_kafkas_messages() {
         "Command must include exactly one action: --list, --describe, --create, --alter or --delete"
     );
     assert_eq!(msg(&["--list"]), "--bootstrap-server must be specified");
-    assert_eq!(msg(&["--bootstrap-server", "h:1", "--create"]), "Missing required argument \"[topic]\"");
+    assert_eq!(
+        msg(&["--bootstrap-server", "h:1", "--create"]),
+        "Missing required argument \"[topic]\""
+    );
     assert_eq!(
         msg(&["--bootstrap-server", "h:1", "--alter", "--topic", "t"]),
         "Missing required argument \"[partitions]\""
