@@ -8,6 +8,7 @@
 //! | `client` | [`client::Admin`]: bootstrap, metadata, controller / coordinator / leader routing, version choice |
 //! | `java` | Java `HashMap` iteration order, so rows come out in the order Kafka's tools print them |
 //! | `pattern` | the `--topic` filter (Kafka's `TopicFilter.IncludeList`) |
+//! | `groups_reset` | `consumer-groups --reset-offsets`: the plan and its OffsetCommit |
 //! | `groups_format` | the tables of `consumer-groups`, datetime and duration parsing (pure) |
 //! | `topics`, `configs`, `consumer_groups`, `delete_records`, `leader_election` | one command each: options (clap), Kafka's checks and messages, pure formatting, then the I/O |
 //!
@@ -19,6 +20,7 @@ pub mod configs;
 pub mod consumer_groups;
 pub mod delete_records;
 pub mod groups_format;
+pub mod groups_reset;
 pub mod java;
 pub mod leader_election;
 pub mod pattern;
