@@ -80,7 +80,7 @@ async fn configs_and_delete_records_print_what_kafkas_tools_print() {
         describe(),
         "Dynamic configs for topic cfg are:\n\
          \x20 cleanup.policy=delete,compact sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=delete,compact, DEFAULT_CONFIG:log.cleanup.policy=delete}\n\
-         \x20 retention.ms=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000, DEFAULT_CONFIG:log.retention.hours=168}\n"
+         \x20 retention.ms=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000}\n"
     );
     // kafka-topics.sh lists the non-default entries in its Configs column.
     let out = ok(&["topics", "--bootstrap-server", b, "--describe", "--topic", "cfg"]);
@@ -163,13 +163,30 @@ async fn configs_and_delete_records_print_what_kafkas_tools_print() {
     assert_eq!(code, 1, "{err}");
 
     // delete-records: the low watermark moves to the offset; beyond the high watermark fails.
-    common::groups::produce(b, "cfg", 0, 10, 1);
+    // (A topic of its own: "cfg" is compacted now, and the producer sends no keys.)
+    ok(&[
+        "topics",
+        "--bootstrap-server",
+        b,
+        "--create",
+        "--topic",
+        "dr",
+        "--partitions",
+        "1",
+        "--replication-factor",
+        "1",
+    ]);
+    wait_until(Duration::from_secs(20), "dr has a leader", || async {
+        cluster::partition_in(&cluster::metadata(&zk, 1).await, "dr", 0).is_some_and(|(l, _, _)| l == 1)
+    })
+    .await;
+    common::groups::produce(b, "dr", 0, 10, 1);
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("offsets.json");
     let write = |offset: i64| {
         std::fs::write(
             &file,
-            format!(r#"{{"partitions":[{{"topic":"cfg","partition":0,"offset":{offset}}}],"version":1}}"#),
+            format!(r#"{{"partitions":[{{"topic":"dr","partition":0,"offset":{offset}}}],"version":1}}"#),
         )
         .expect("write");
     };
@@ -177,13 +194,13 @@ async fn configs_and_delete_records_print_what_kafkas_tools_print() {
     let path = file.to_str().expect("utf-8 path");
     assert_eq!(
         ok(&["delete-records", "--bootstrap-server", b, "--offset-json-file", path]),
-        "Executing records delete operation\nRecords delete operation completed:\npartition: cfg-0\tlow_watermark: 4\n"
+        "Executing records delete operation\nRecords delete operation completed:\npartition: dr-0\tlow_watermark: 4\n"
     );
     write(99);
     let (code, out, _) = kastle(&["delete-records", "--bootstrap-server", b, "--offset-json-file", path]);
     assert_eq!(code, 1);
     assert!(
-        out.ends_with("partition: cfg-0\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException: The requested offset is not within the range of offsets maintained by the server.\n"),
+        out.ends_with("partition: dr-0\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException: The requested offset is not within the range of offsets maintained by the server.\n"),
         "{out}"
     );
 }
