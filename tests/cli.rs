@@ -256,6 +256,80 @@ async fn operator_tools_print_what_kafkas_tools_print() {
         committed(b, "g1") == "0=7,1=7,2=7"
     })
     .await;
+    // While the member is in the group: its id, host and client id on every row, the
+    // CONSUMER-ID column as wide as the id (Kafka pads to the longest value, at least 15).
+    let members = ok(&[
+        "consumer-groups",
+        "--bootstrap-server",
+        b,
+        "--describe",
+        "--group",
+        "g1",
+        "--members",
+    ]);
+    let row = members.lines().nth(2).unwrap_or_default().to_owned();
+    let member_id = row.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    assert!(member_id.starts_with("kp-member-"), "{members}");
+    let w = member_id.len();
+    assert_eq!(
+        members,
+        format!(
+            "\n{:<15} {:<w$} {:<15} {:<15} {:<15} \n{:<15} {:<w$} {:<15} {:<15} {:<15} \n",
+            "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "g1", member_id, "/127.0.0.1", "kp-member", "3"
+        )
+    );
+    let line = |c: [&str; 9]| {
+        format!(
+            "\n{:<15} {:<15} {:<10} {:<15} {:<15} {:<15} {:<w$} {:<15} {}",
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]
+        )
+    };
+    let mut expected = line([
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]);
+    for p in ["0", "1", "2"] {
+        expected.push_str(&line([
+            "g1",
+            "orders",
+            p,
+            "7",
+            "7",
+            "0",
+            &member_id,
+            "/127.0.0.1",
+            "kp-member",
+        ]));
+    }
+    expected.push('\n');
+    assert_eq!(
+        ok(&[
+            "consumer-groups",
+            "--bootstrap-server",
+            b,
+            "--describe",
+            "--group",
+            "g1"
+        ]),
+        expected
+    );
+    let state = ok(&[
+        "consumer-groups",
+        "--bootstrap-server",
+        b,
+        "--describe",
+        "--group",
+        "g1",
+        "--state",
+    ]);
+    assert!(state.contains(" range                Stable          1\n"), "{state}");
     member.stop().await;
     let expected = expected_group("g1", "orders", &[(0, 7, 7), (1, 7, 7), (2, 7, 7)]);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
