@@ -15,7 +15,7 @@
 //! | [`network`] | listeners, framing, request headers, ApiVersions, per-connection ordering |
 //! | [`replica`] | the partitions this broker hosts: leader/follower state, high watermark, appends and reads (`append_records`, `fetch_messages`, disk work on the blocking executor), the delayed-operation purgatory keyed by partition, DeleteRecords (`delete_records`) |
 //! | [`coordinator`] | consumer groups on `__consumer_offsets`: the group state machine, its records, loading and unloading with leadership |
-//! | [`admin`] | operator tools behind subcommands (`perf log`) |
+//! | [`admin`] | operator tools behind subcommands: Kafka's `topics`, `configs`, `consumer-groups`, `delete-records`, `leader-election` over the protocol (`admin::cli`), `perf`, `health` |
 //! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown; the request handlers and KIP-227 fetch sessions |
 //!
 //! Logic that decides things is kept free of I/O; ZooKeeper, sockets and files stay at the edges.

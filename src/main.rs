@@ -1,5 +1,7 @@
 //! The `kastle` command: `kastle broker` runs a broker; the other subcommands are operator tools.
-//! Exit codes: 0 success, 1 failure (start-up, or violations found), 2 bad usage or bad config.
+//! Exit codes: 0 success, 1 failure (start-up, or violations found), 2 bad usage or bad config;
+//! the Kafka-shaped tools (`topics`, `configs`, `consumer-groups`, `delete-records`,
+//! `leader-election`) exit 1 on bad usage too, as Kafka's tools do.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +39,16 @@ enum Command {
     Perf(PerfCommand),
     /// Ask a broker for metadata and exit 0 if it is healthy (a container healthcheck).
     Health(HealthArgs),
+    /// Create, delete, describe, or change a topic (kafka-topics.sh).
+    Topics(kastle::admin::cli::topics::TopicsArgs),
+    /// Describe or alter topic and broker configs (kafka-configs.sh).
+    Configs(kastle::admin::cli::configs::ConfigsArgs),
+    /// List, describe, reset or delete consumer groups (kafka-consumer-groups.sh).
+    ConsumerGroups(kastle::admin::cli::consumer_groups::ConsumerGroupsArgs),
+    /// Delete records below an offset (kafka-delete-records.sh).
+    DeleteRecords(kastle::admin::cli::delete_records::DeleteRecordsArgs),
+    /// Elect preferred or unclean leaders (kafka-leader-election.sh).
+    LeaderElection(kastle::admin::cli::leader_election::LeaderElectionArgs),
     /// Print the batches of segment files (.log), check index files (.index, .timeindex) and
     /// print producer snapshots (.snapshot), like kafka-dump-log.
     DumpLog {
@@ -225,8 +237,30 @@ enum ZkCommand {
     },
 }
 
+/// The operator tools shaped like Kafka's: they exit 1 on bad usage, as Kafka's tools do.
+const KAFKA_TOOLS: &[&str] = &[
+    "topics",
+    "configs",
+    "consumer-groups",
+    "delete-records",
+    "leader-election",
+];
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let tool = std::env::args()
+                .nth(1)
+                .is_some_and(|a| KAFKA_TOOLS.contains(&a.as_str()));
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                _ if tool => ExitCode::FAILURE,
+                _ => ExitCode::from(2),
+            };
+        }
+    };
     init_logging();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -253,6 +287,14 @@ fn main() -> ExitCode {
             },
             Command::Zk(ZkCommand::Check { zookeeper, timeout_ms }) => zk_check(&zookeeper, timeout_ms).await,
             Command::Health(args) => health(args).await,
+            Command::Topics(args) => tool(kastle::admin::cli::topics::run(&args).await),
+            Command::Configs(args) => {
+                let line: Vec<String> = std::env::args().skip(2).collect();
+                tool(kastle::admin::cli::configs::run(&args, &line.join(" ")).await)
+            }
+            Command::ConsumerGroups(args) => tool(kastle::admin::cli::consumer_groups::run(&args).await),
+            Command::DeleteRecords(args) => tool(kastle::admin::cli::delete_records::run(&args).await),
+            Command::LeaderElection(args) => tool(kastle::admin::cli::leader_election::run(&args).await),
             Command::DumpLog { files, print_data_log } => dump_log(&files, print_data_log),
             Command::Perf(PerfCommand::Log { dir, bytes, partitions }) => report(perf_log(&dir, bytes, partitions)),
             Command::Perf(PerfCommand::Cleaner { dir, bytes, keys }) => report(perf_cleaner(&dir, bytes, keys)),
@@ -286,6 +328,20 @@ fn load_config(file: Option<PathBuf>, overrides: Vec<String>) -> Result<KafkaCon
         eprintln!("kastle: config error: {e}");
         ExitCode::from(2)
     })
+}
+
+/// A Kafka-shaped tool's result: its message (if any) on stderr and exit 1 on failure.
+fn tool(result: kastle::admin::cli::CliResult<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let message = e.to_string();
+            if !message.is_empty() {
+                eprintln!("{message}");
+            }
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn report(result: anyhow::Result<()>) -> ExitCode {

@@ -1,5 +1,6 @@
 //! Operator tools behind `kastle` subcommands that are more than a few lines of CLI glue.
 
+pub mod cli;
 pub mod health;
 pub mod perf_cleaner;
 pub mod perf_consume;
