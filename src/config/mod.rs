@@ -14,9 +14,11 @@
 //! | `load.rs` | `ConfigSources`, precedence, unknown-key and type errors |
 //! | `validate.rs` | cross-key checks and building `KafkaConfig` |
 //! | `listeners.rs` | `EndPoint`, `SecurityProtocol`, listener parsing |
+//! | `dynamic.rs` | the dynamic broker keys (per broker / cluster-wide), their checks and layering |
 //! | `error.rs` | `ConfigError` |
 
 mod defs;
+pub mod dynamic;
 mod error;
 mod listeners;
 mod load;
