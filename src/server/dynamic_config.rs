@@ -143,6 +143,7 @@ pub async fn apply_broker_configs<S: ZkStore>(zk: &KafkaZkClient<S>, targets: &T
     };
     let cluster = read(DEFAULT_ENTITY.to_string()).await?;
     let broker = read(targets.id.to_string()).await?;
+    tracing::info!(?cluster, ?broker, "applying the dynamic broker configs");
     let defaults = broker_log_defaults(&targets.static_config, &cluster, &broker, targets.id);
     let manager = targets.log_manager.clone();
     // Locks every log in turn (one may be held through a slow write): off the async workers.
