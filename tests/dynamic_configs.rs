@@ -547,3 +547,39 @@ async fn bad_input_gets_kafkas_errors_and_leaves_zookeeper_unchanged() {
 
     assert_eq!(config_tree(&zk).await, before, "nothing written to ZooKeeper");
 }
+
+/// The controller reads a topic's `unclean.leader.election.enable` from its live config: with
+/// the broker default off, a topic altered to allow it gets a leader from outside the ISR when
+/// its only in-sync replica is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_takes_unclean_leader_election_from_the_live_topic_config() {
+    common::init_logging();
+    let chroot = unique_chroot("dyn_unclean");
+    let specs: Vec<BrokerSpec> = (1..=2).map(|id| spec(&chroot, id, &[])).collect();
+    let mut first = Some(BrokerProcess::start(&specs[0]));
+    let second = BrokerProcess::start(&specs[1]);
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 2).await;
+    create_topic(&zk, "risky", "[1,2]").await;
+    wait_until(Duration::from_secs(30), "ISR of two", || async { isr(&zk, "risky").await.len() == 2 }).await;
+    let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
+    let request = incremental(vec![(2, "risky", vec![("unclean.leader.election.enable", 0, Some("true"))])]);
+    let response: IncrementalAlterConfigsResponse = wire.send(&request, 1).await;
+    assert_eq!(outcomes(&response), [("risky".to_string(), ec::NONE, String::new())]);
+
+    // Broker 2 goes, then the leader: the only in-sync replica is down.
+    second.signal("KILL");
+    wait_until(Duration::from_secs(30), "ISR of broker 1 alone", || async {
+        isr(&zk, "risky").await == [1] && leader(&zk, "risky").await == 1
+    })
+    .await;
+    first.take();
+    let second = second.restart(&specs[1]);
+    wait_until_else(
+        Duration::from_secs(30),
+        "broker 2 elected uncleanly",
+        || async { leader(&zk, "risky").await == 2 },
+        || second.stderr(),
+    )
+    .await;
+}
