@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 
-use common::cluster::cluster_ready;
+use common::cluster::{cluster_ready, metadata, partition_in};
 use common::replicas::{create_topic, isr, leader, produce_request};
 use common::wire::Wire;
 use common::{bootstrap_of, unique_chroot, wait_until, wait_until_else, zookeeper, BrokerProcess, BrokerSpec};
@@ -157,6 +157,17 @@ async fn entity(zk: &ZkSession, path: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&data).into_owned())
 }
 
+/// Waits until each of `ids` has `topic-0` with a leader in its metadata: until then it
+/// answers an alter of the topic with UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
+async fn known_to(zk: &ZkSession, ids: &[i32], topic: &str) {
+    for id in ids {
+        wait_until(Duration::from_secs(20), "the topic in the broker's metadata", || async {
+            partition_in(&metadata(zk, *id).await, topic, 0).is_some_and(|(leader, _, _)| leader >= 0)
+        })
+        .await;
+    }
+}
+
 /// The `.log` segment files of `topic-0` (not those renamed `.deleted`).
 fn segment_count(log_dir: &Path, topic: &str) -> usize {
     std::fs::read_dir(log_dir.join(format!("{topic}-0")))
@@ -185,6 +196,7 @@ async fn topic_changes_reach_every_broker_live_and_a_raised_min_isr_refuses_acks
     cluster_ready(&zk, 3).await;
     create_topic(&zk, "live", "[1,2,3]").await;
     wait_until(Duration::from_secs(30), "ISR of three", || async { isr(&zk, "live").await.len() == 3 }).await;
+    known_to(&zk, &[1, 2, 3], "live").await;
     let all = bootstrap(&zk, &[1, 2, 3]).await;
 
     // AlterConfigs (confluent-kafka's legacy call): a config_change znode, then every broker
@@ -562,6 +574,7 @@ async fn the_controller_takes_unclean_leader_election_from_the_live_topic_config
     cluster_ready(&zk, 2).await;
     create_topic(&zk, "risky", "[1,2]").await;
     wait_until(Duration::from_secs(30), "ISR of two", || async { isr(&zk, "risky").await.len() == 2 }).await;
+    known_to(&zk, &[1], "risky").await;
     let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
     let request = incremental(vec![(2, "risky", vec![("unclean.leader.election.enable", 0, Some("true"))])]);
     let response: IncrementalAlterConfigsResponse = wire.send(&request, 1).await;
