@@ -161,9 +161,11 @@ async fn entity(zk: &ZkSession, path: &str) -> Option<String> {
 /// answers an alter of the topic with UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
 async fn known_to(zk: &ZkSession, ids: &[i32], topic: &str) {
     for id in ids {
-        wait_until(Duration::from_secs(20), "the topic in the broker's metadata", || async {
-            partition_in(&metadata(zk, *id).await, topic, 0).is_some_and(|(leader, _, _)| leader >= 0)
-        })
+        wait_until(
+            Duration::from_secs(20),
+            "the topic in the broker's metadata",
+            || async { partition_in(&metadata(zk, *id).await, topic, 0).is_some_and(|(leader, _, _)| leader >= 0) },
+        )
         .await;
     }
 }
@@ -195,7 +197,10 @@ async fn topic_changes_reach_every_broker_live_and_a_raised_min_isr_refuses_acks
     let zk = zookeeper().session(&chroot).await;
     cluster_ready(&zk, 3).await;
     create_topic(&zk, "live", "[1,2,3]").await;
-    wait_until(Duration::from_secs(30), "ISR of three", || async { isr(&zk, "live").await.len() == 3 }).await;
+    wait_until(Duration::from_secs(30), "ISR of three", || async {
+        isr(&zk, "live").await.len() == 3
+    })
+    .await;
     known_to(&zk, &[1, 2, 3], "live").await;
     let all = bootstrap(&zk, &[1, 2, 3]).await;
 
@@ -209,7 +214,11 @@ async fn topic_changes_reach_every_broker_live_and_a_raised_min_isr_refuses_acks
     .await;
     assert_eq!(out, "ok");
     assert_eq!(
-        notifications(&zk).await.iter().map(|(_, d)| d.as_str()).collect::<Vec<_>>(),
+        notifications(&zk)
+            .await
+            .iter()
+            .map(|(_, d)| d.as_str())
+            .collect::<Vec<_>>(),
         [r#"{"version":2,"entity_path":"topics/live"}"#]
     );
     assert_eq!(
@@ -226,7 +235,14 @@ async fn topic_changes_reach_every_broker_live_and_a_raised_min_isr_refuses_acks
                     .any(|l| l.contains("applying a topic config change topic=live") && l.contains("3600000"))
             })
         },
-        || brokers.iter().flatten().map(|b| b.stderr()).collect::<Vec<_>>().join("\n---\n"),
+        || {
+            brokers
+                .iter()
+                .flatten()
+                .map(|b| b.stderr())
+                .collect::<Vec<_>>()
+                .join("\n---\n")
+        },
     )
     .await;
     let applied_in = started.elapsed();
@@ -235,7 +251,10 @@ async fn topic_changes_reach_every_broker_live_and_a_raised_min_isr_refuses_acks
     let lead = leader(&zk, "live").await;
     let follower = (1..=3).find(|id| *id != lead).expect("a follower");
     brokers[(follower - 1) as usize] = None;
-    wait_until(Duration::from_secs(30), "ISR of two", || async { isr(&zk, "live").await.len() == 2 }).await;
+    wait_until(Duration::from_secs(30), "ISR of two", || async {
+        isr(&zk, "live").await.len() == 2
+    })
+    .await;
     let wire = Arc::new(Mutex::new(Wire::connect(&bootstrap_of(&zk, lead).await).await));
     assert_eq!(produce_code(&wire).await, ec::NONE);
 
@@ -277,7 +296,10 @@ async fn topic_changes_reach_every_broker_live_and_a_raised_min_isr_refuses_acks
 async fn a_cluster_wide_retention_deletes_old_segments_everywhere_but_where_a_broker_value_overrides_it() {
     common::init_logging();
     let chroot = unique_chroot("dyn_broker");
-    let extra = [("log.retention.check.interval.ms", "200"), ("log.segment.bytes", "2048")];
+    let extra = [
+        ("log.retention.check.interval.ms", "200"),
+        ("log.segment.bytes", "2048"),
+    ];
     let brokers: Vec<BrokerProcess> = (1..=3)
         .map(|id| BrokerProcess::start(&spec(&chroot, id, &extra)))
         .collect();
@@ -352,12 +374,21 @@ async fn a_live_topic_switched_from_delete_to_compact_gets_compacted() {
     assert_eq!(
         python_async(
             CREATE_TOPIC,
-            strings(&[&addr, "switch", "1", "segment.bytes=4096", "min.cleanable.dirty.ratio=0.01"])
+            strings(&[
+                &addr,
+                "switch",
+                "1",
+                "segment.bytes=4096",
+                "min.cleanable.dirty.ratio=0.01"
+            ])
         )
         .await,
         "ok"
     );
-    assert_eq!(python_async(PRODUCE, strings(&[&addr, "switch", "600", "keyed"])).await, "ok");
+    assert_eq!(
+        python_async(PRODUCE, strings(&[&addr, "switch", "600", "keyed"])).await,
+        "ok"
+    );
     let segments_before = segment_count(&broker.log_dir, "switch");
     assert!(segments_before >= 5, "{segments_before} segments");
     let bytes = || -> u64 {
@@ -378,7 +409,9 @@ async fn a_live_topic_switched_from_delete_to_compact_gets_compacted() {
         let out = python_async(CONFLUENT_ALTER, strings(&[&addr, "incremental", "topic", "switch", op])).await;
         assert_eq!(out, "ok");
     }
-    assert!(entity(&zk, "topics/switch").await.is_some_and(|e| e.contains(r#""cleanup.policy":"compact""#)));
+    assert!(entity(&zk, "topics/switch")
+        .await
+        .is_some_and(|e| e.contains(r#""cleanup.policy":"compact""#)));
     wait_until_else(
         Duration::from_secs(30),
         "the log compacted",
@@ -388,7 +421,11 @@ async fn a_live_topic_switched_from_delete_to_compact_gets_compacted() {
     .await;
 }
 
-fn incremental(resources: Vec<(i8, &str, Vec<(&str, i8, Option<&str>)>)>) -> IncrementalAlterConfigsRequest {
+/// One config of an IncrementalAlterConfigs resource: name, operation id, value.
+type Change<'a> = (&'a str, i8, Option<&'a str>);
+
+/// An IncrementalAlterConfigs request: (resource type, name, changes) per resource.
+fn incremental(resources: Vec<(i8, &str, Vec<Change<'_>>)>) -> IncrementalAlterConfigsRequest {
     IncrementalAlterConfigsRequest::default().with_resources(
         resources
             .into_iter()
@@ -480,19 +517,27 @@ async fn bad_input_gets_kafkas_errors_and_leaves_zookeeper_unchanged() {
     // Topics t2..t5 do not exist either: the refusal Kafka gives first is the one expected.
     let expected = [
         ("t", ec::INVALID_CONFIG, "Unknown topic config name: no.such.config"),
+        ("t2", ec::UNKNOWN_TOPIC_OR_PARTITION, "The topic 't2' does not exist."),
         (
-            "t2",
+            "missing",
             ec::UNKNOWN_TOPIC_OR_PARTITION,
-            "The topic 't2' does not exist.",
+            "The topic 'missing' does not exist.",
         ),
-        ("missing", ec::UNKNOWN_TOPIC_OR_PARTITION, "The topic 'missing' does not exist."),
-        ("1", ec::INVALID_REQUEST, "Cannot update these configs dynamically: Set(broker.id)"),
+        (
+            "1",
+            ec::INVALID_REQUEST,
+            "Cannot update these configs dynamically: Set(broker.id)",
+        ),
         (
             "",
             ec::INVALID_REQUEST,
             "Invalid value ten for configuration log.retention.ms: Not a number of type LONG",
         ),
-        ("2", ec::INVALID_REQUEST, "Unexpected broker id, expected 1, but received 2"),
+        (
+            "2",
+            ec::INVALID_REQUEST,
+            "Unexpected broker id, expected 1, but received 2",
+        ),
         (
             "t3",
             ec::INVALID_CONFIG,
@@ -510,7 +555,10 @@ async fn bad_input_gets_kafkas_errors_and_leaves_zookeeper_unchanged() {
 
     // A non-numeric value on an existing topic: INVALID_CONFIG with Kafka's full message.
     let response: IncrementalAlterConfigsResponse = wire
-        .send(&incremental(vec![(2, "t", vec![("retention.ms", set, Some("soon"))])]), 1)
+        .send(
+            &incremental(vec![(2, "t", vec![("retention.ms", set, Some("soon"))])]),
+            1,
+        )
         .await;
     assert_eq!(
         outcomes(&response),
@@ -540,12 +588,13 @@ async fn bad_input_gets_kafkas_errors_and_leaves_zookeeper_unchanged() {
         .await;
     assert_eq!(response.responses[0].error_code, ec::NONE);
     // The legacy AlterConfigs refuses the same way.
-    let legacy = AlterConfigsRequest::default().with_resources(vec![alter_configs_request::AlterConfigsResource::default()
-        .with_resource_type(2)
-        .with_resource_name(StrBytes::from_static_str("t"))
-        .with_configs(vec![alter_configs_request::AlterableConfig::default()
-            .with_name(StrBytes::from_static_str("segment.bytes"))
-            .with_value(Some(StrBytes::from_static_str("big")))])]);
+    let legacy =
+        AlterConfigsRequest::default().with_resources(vec![alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("t"))
+            .with_configs(vec![alter_configs_request::AlterableConfig::default()
+                .with_name(StrBytes::from_static_str("segment.bytes"))
+                .with_value(Some(StrBytes::from_static_str("big")))])]);
     let response = wire.send(&legacy, 2).await;
     assert_eq!(response.responses[0].error_code, ec::INVALID_CONFIG);
     assert_eq!(
@@ -573,10 +622,17 @@ async fn the_controller_takes_unclean_leader_election_from_the_live_topic_config
     let zk = zookeeper().session(&chroot).await;
     cluster_ready(&zk, 2).await;
     create_topic(&zk, "risky", "[1,2]").await;
-    wait_until(Duration::from_secs(30), "ISR of two", || async { isr(&zk, "risky").await.len() == 2 }).await;
+    wait_until(Duration::from_secs(30), "ISR of two", || async {
+        isr(&zk, "risky").await.len() == 2
+    })
+    .await;
     known_to(&zk, &[1], "risky").await;
     let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
-    let request = incremental(vec![(2, "risky", vec![("unclean.leader.election.enable", 0, Some("true"))])]);
+    let request = incremental(vec![(
+        2,
+        "risky",
+        vec![("unclean.leader.election.enable", 0, Some("true"))],
+    )]);
     let response: IncrementalAlterConfigsResponse = wire.send(&request, 1).await;
     assert_eq!(outcomes(&response), [("risky".to_string(), ec::NONE, String::new())]);
 

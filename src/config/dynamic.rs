@@ -160,7 +160,8 @@ const SECURITY_KEYS: &[&str] = &[
 ];
 
 /// Listener keys that stay cluster-level under a `listener.name.<l>.` prefix.
-const CLUSTER_LEVEL_LISTENER_KEYS: &[&str] = &["max.connections", "max.connection.creation.rate", "num.network.threads"];
+const CLUSTER_LEVEL_LISTENER_KEYS: &[&str] =
+    &["max.connections", "max.connection.creation.rate", "num.network.threads"];
 
 /// The broker quota keys: typed LONG (at least 0) and unknown to the static config table.
 const QUOTA_KEYS: &[&str] = &[
@@ -171,7 +172,10 @@ const QUOTA_KEYS: &[&str] = &[
 
 /// The scope of a dynamic key, `None` if `key` is not dynamic.
 pub fn scope(key: &str) -> Option<Scope> {
-    DYNAMIC_BROKER_KEYS.iter().find(|(k, _, _)| *k == key).map(|(_, s, _)| *s)
+    DYNAMIC_BROKER_KEYS
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|(_, s, _)| *s)
 }
 
 /// `listener.name.<l>.<base>` → `<base>`.
@@ -377,11 +381,17 @@ mod tests {
     #[test]
     fn updates_are_checked_as_kafka_checks_them() {
         assert_eq!(
-            validate_update(&props(&[("log.retention.ms", "1000"), ("min.insync.replicas", "2")]), false),
+            validate_update(
+                &props(&[("log.retention.ms", "1000"), ("min.insync.replicas", "2")]),
+                false
+            ),
             Ok(())
         );
         let err = validate_update(&props(&[("broker.id", "3"), ("log.retention.ms", "x")]), true).expect_err("refused");
-        assert_eq!(err.to_string(), "Cannot update these configs dynamically: Set(broker.id)");
+        assert_eq!(
+            err.to_string(),
+            "Cannot update these configs dynamically: Set(broker.id)"
+        );
         let err = validate_update(&props(&[("log.retention.ms", "x")]), true).expect_err("refused");
         assert_eq!(
             err.to_string(),
@@ -422,14 +432,18 @@ mod tests {
         ]);
         let broker = props(&[("log.retention.ms", "5000"), ("log.segment.bytes", "lots")]);
         let (merged, ignored) = merge_layers(&cluster, &broker);
-        assert_eq!(merged, props(&[("log.retention.ms", "5000"), ("min.insync.replicas", "2")]));
+        assert_eq!(
+            merged,
+            props(&[("log.retention.ms", "5000"), ("min.insync.replicas", "2")])
+        );
         let ignored: Vec<&str> = ignored.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(ignored, ["broker.id", "listeners", "log.segment.bytes"]);
     }
 
     #[test]
     fn dynamic_values_reach_the_typed_config() {
-        let base = KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181"), ("log.retention.ms", "1")]).expect("config");
+        let base =
+            KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181"), ("log.retention.ms", "1")]).expect("config");
         let dynamic = props(&[("log.retention.ms", "60000"), ("min.insync.replicas", "2")]);
         let c = base.with_dynamic(&dynamic, "/config/brokers/<default>").expect("valid");
         assert_eq!(c.get_i64("log.retention.ms"), Some(60_000));

@@ -621,7 +621,13 @@ impl Controller {
         let live: BTreeSet<BrokerId> = active.ctx.live_brokers.keys().copied().collect();
         let stuck: BTreeSet<String> = partitions
             .iter()
-            .filter(|k| active.ctx.leaderships.get(*k).is_some_and(|l| decisions::needs_unclean_choice(l, &live)))
+            .filter(|k| {
+                active
+                    .ctx
+                    .leaderships
+                    .get(*k)
+                    .is_some_and(|l| decisions::needs_unclean_choice(l, &live))
+            })
             .map(|(t, _)| t.clone())
             .collect();
         let unclean = zk_ops::unclean_overrides(&self.zk, stuck).await;

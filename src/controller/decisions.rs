@@ -197,7 +197,10 @@ mod tests {
     fn only_a_partition_without_a_live_isr_member_needs_the_unclean_setting() {
         let live: BTreeSet<BrokerId> = [BrokerId(2), BrokerId(3)].into();
         assert!(!needs_unclean_choice(&l(2, &[2, 3]), &live), "leader alive");
-        assert!(!needs_unclean_choice(&l(1, &[1, 3]), &live), "a live ISR member can lead");
+        assert!(
+            !needs_unclean_choice(&l(1, &[1, 3]), &live),
+            "a live ISR member can lead"
+        );
         assert!(needs_unclean_choice(&l(1, &[1]), &live));
         assert!(needs_unclean_choice(&l(-1, &[1]), &live));
     }

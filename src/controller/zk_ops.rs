@@ -63,7 +63,12 @@ pub async fn unclean_overrides<S: ZkStore + Clone>(zk: &S, topics: BTreeSet<Stri
     let mut out = BTreeMap::new();
     for topic in topics {
         let value = client.topic_config(&topic).await.ok().and_then(|c| {
-            match c.get("unclean.leader.election.enable")?.trim().to_ascii_lowercase().as_str() {
+            match c
+                .get("unclean.leader.election.enable")?
+                .trim()
+                .to_ascii_lowercase()
+                .as_str()
+            {
                 "true" => Some(true),
                 "false" => Some(false),
                 _ => None,

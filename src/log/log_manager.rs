@@ -176,7 +176,12 @@ impl LogManager {
             .and_then(|o| o.get("min.insync.replicas"))
             .and_then(|v| v.trim().parse::<i32>().ok())
             .filter(|v| *v >= 1);
-        overridden.unwrap_or_else(|| self.config.read().unwrap_or_else(|p| p.into_inner()).min_insync_replicas)
+        overridden.unwrap_or_else(|| {
+            self.config
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .min_insync_replicas
+        })
     }
 
     /// `topic`'s `unclean.leader.election.enable`: its override, else the broker's value.

@@ -77,7 +77,10 @@ pub fn entity_of(n: &ConfigChangeNotification) -> Result<ConfigEntity, String> {
             _ => return Err("version 1 notifications name topics or clients".into()),
         },
         2 => {
-            let path = n.entity_path.as_deref().ok_or("version 2 notifications name an entity_path")?;
+            let path = n
+                .entity_path
+                .as_deref()
+                .ok_or("version 2 notifications name an entity_path")?;
             match path.split_once('/') {
                 Some((t, name)) if !t.is_empty() && !name.is_empty() => (t.to_string(), name.to_string()),
                 _ => return Err(format!("invalid entity_path {path}")),
@@ -133,13 +136,16 @@ pub struct Targets {
 /// Reads both broker entities and applies the result to every log.
 pub async fn apply_broker_configs<S: ZkStore>(zk: &KafkaZkClient<S>, targets: &Targets) -> Result<(), ZkError> {
     let read = |name: String| async move {
-        zk.entity_config("brokers", &name).await.map(|(c, _)| c).map_err(|e| match e {
-            crate::zk::KafkaZkError::Zk(e) => e,
-            other => ZkError::Other {
-                path: paths::config_entity("brokers", &name),
-                reason: other.to_string(),
-            },
-        })
+        zk.entity_config("brokers", &name)
+            .await
+            .map(|(c, _)| c)
+            .map_err(|e| match e {
+                crate::zk::KafkaZkError::Zk(e) => e,
+                other => ZkError::Other {
+                    path: paths::config_entity("brokers", &name),
+                    reason: other.to_string(),
+                },
+            })
     };
     let cluster = read(DEFAULT_ENTITY.to_string()).await?;
     let broker = read(targets.id.to_string()).await?;
@@ -151,7 +157,11 @@ pub async fn apply_broker_configs<S: ZkStore>(zk: &KafkaZkClient<S>, targets: &T
     Ok(())
 }
 
-async fn apply_topic_config<S: ZkStore>(zk: &KafkaZkClient<S>, targets: &Targets, topic: String) -> Result<(), ZkError> {
+async fn apply_topic_config<S: ZkStore>(
+    zk: &KafkaZkClient<S>,
+    targets: &Targets,
+    topic: String,
+) -> Result<(), ZkError> {
     let overrides = match zk.topic_config(&topic).await {
         Ok(o) => o,
         Err(crate::zk::KafkaZkError::Zk(e)) => return Err(e),
@@ -187,7 +197,10 @@ async fn process<S: ZkStore>(
             }
             Err(e) => return Err(e),
         };
-        match ConfigChangeNotification::decode(&data).map_err(|e| e.to_string()).and_then(|n| entity_of(&n)) {
+        match ConfigChangeNotification::decode(&data)
+            .map_err(|e| e.to_string())
+            .and_then(|n| entity_of(&n))
+        {
             Ok(ConfigEntity::Topic(topic)) => apply_topic_config(zk, targets, topic).await?,
             Ok(ConfigEntity::BrokerDefault) => apply_broker_configs(zk, targets).await?,
             Ok(ConfigEntity::Broker(id)) if id == targets.id => apply_broker_configs(zk, targets).await?,
@@ -273,7 +286,11 @@ mod tests {
             "config_change_0000000003",
         ]);
         let seqs = |v: Vec<(u64, String)>| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>();
-        assert_eq!(seqs(to_process(&children, None)), [2, 3, 10], "at start-up: all of them");
+        assert_eq!(
+            seqs(to_process(&children, None)),
+            [2, 3, 10],
+            "at start-up: all of them"
+        );
         assert_eq!(seqs(to_process(&children, Some(3))), [10]);
         assert!(to_process(&children, Some(10)).is_empty());
     }
@@ -286,16 +303,16 @@ mod tests {
             ("config_change_0000000002".to_string(), now - CHANGE_EXPIRATION_MS),
             ("config_change_0000000003".to_string(), now - 5),
         ];
-        assert_eq!(
-            to_purge(&seen, now, CHANGE_EXPIRATION_MS),
-            ["config_change_0000000001"]
-        );
+        assert_eq!(to_purge(&seen, now, CHANGE_EXPIRATION_MS), ["config_change_0000000001"]);
     }
 
     #[test]
     fn both_notification_versions_name_their_entity() {
         let v2 = |p: &str| ConfigChangeNotification::v2(p.to_string());
-        assert_eq!(entity_of(&v2("topics/orders")), Ok(ConfigEntity::Topic("orders".into())));
+        assert_eq!(
+            entity_of(&v2("topics/orders")),
+            Ok(ConfigEntity::Topic("orders".into()))
+        );
         assert_eq!(entity_of(&v2("brokers/<default>")), Ok(ConfigEntity::BrokerDefault));
         assert_eq!(entity_of(&v2("brokers/2")), Ok(ConfigEntity::Broker(BrokerId(2))));
         assert_eq!(

@@ -447,7 +447,11 @@ mod tests {
         assert_eq!(data, br#"{"version":2,"entity_path":"brokers/<default>"}"#);
         let (config, version) = client.entity_config("brokers", "<default>").await.expect("read");
         assert_eq!(config, wanted);
-        let (data, _) = client.store().get_data("/config/brokers/<default>").await.expect("entity");
+        let (data, _) = client
+            .store()
+            .get_data("/config/brokers/<default>")
+            .await
+            .expect("entity");
         assert_eq!(data, br#"{"version":1,"config":{"log.retention.ms":"1000"}}"#);
         // A writer holding an old version loses.
         client
@@ -460,7 +464,12 @@ mod tests {
             .expect_err("stale version");
         assert!(matches!(stale, KafkaZkError::Zk(ZkError::BadVersion { .. })), "{stale}");
         assert_eq!(
-            client.store().children(paths::CONFIG_CHANGES).await.expect("children").len(),
+            client
+                .store()
+                .children(paths::CONFIG_CHANGES)
+                .await
+                .expect("children")
+                .len(),
             2,
             "nothing announced for the refused write"
         );

@@ -241,11 +241,7 @@ pub(super) async fn alter(
     let (entity_type, entity) = target.entity();
     let zk_failure = |e: KafkaZkError| Refusal::new(ec::UNKNOWN_SERVER_ERROR, e.to_string());
     for _ in 0..5 {
-        let (current, version) = apis
-            .zk
-            .entity_config(entity_type, &entity)
-            .await
-            .map_err(zk_failure)?;
+        let (current, version) = apis.zk.entity_config(entity_type, &entity).await.map_err(zk_failure)?;
         let new = change(current)?;
         if let Target::Topic(topic) = target {
             if apis.metadata_cache.topic(topic).is_none() {
@@ -302,10 +298,17 @@ mod tests {
         );
         assert_eq!(target(TOPIC, "", me).map_err(|r| r.code), Err(ec::INVALID_REQUEST));
         assert_eq!(target(8, "root", me).map_err(|r| r.code), Err(ec::INVALID_REQUEST));
-        let dup = duplicated(&[(TOPIC, "a".into()), (TOPIC, "b".into()), (TOPIC, "a".into()), (BROKER, "a".into())]);
+        let dup = duplicated(&[
+            (TOPIC, "a".into()),
+            (TOPIC, "b".into()),
+            (TOPIC, "a".into()),
+            (BROKER, "a".into()),
+        ]);
         assert_eq!(dup, [true, false, true, false]);
         let entries = |e: &[(&str, Option<&str>, bool)]| -> Vec<(String, Option<String>, bool)> {
-            e.iter().map(|(n, v, d)| (n.to_string(), v.map(str::to_string), *d)).collect()
+            e.iter()
+                .map(|(n, v, d)| (n.to_string(), v.map(str::to_string), *d))
+                .collect()
         };
         assert_eq!(
             check_entries(&entries(&[("a", Some("1"), false), ("a", Some("2"), false)])).map_err(|r| r.message),
@@ -341,11 +344,18 @@ mod tests {
         let err = apply_ops(&topic, &[op("retention.ms", OpKind::Append, "1")], BTreeMap::new()).expect_err("refused");
         assert_eq!(
             (err.code, err.message.as_str()),
-            (ec::INVALID_CONFIG, "Config value append is not allowed for config key: retention.ms")
+            (
+                ec::INVALID_CONFIG,
+                "Config value append is not allowed for config key: retention.ms"
+            )
         );
         let broker = Target::Broker(None);
-        let new = apply_ops(&broker, &[op("log.cleanup.policy", OpKind::Append, "compact")], BTreeMap::new())
-            .expect("applies");
+        let new = apply_ops(
+            &broker,
+            &[op("log.cleanup.policy", OpKind::Append, "compact")],
+            BTreeMap::new(),
+        )
+        .expect("applies");
         assert_eq!(new, map(&[("log.cleanup.policy", "delete,compact")]));
         assert_eq!(OpKind::from_id(7).map_err(|r| r.code), Err(ec::INVALID_REQUEST));
     }
@@ -371,7 +381,10 @@ mod tests {
         let err = check_config(&Target::Broker(Some(BrokerId(1))), &map(&[("broker.id", "2")])).expect_err("refused");
         assert_eq!(
             (err.code, err.message.as_str()),
-            (ec::INVALID_REQUEST, "Cannot update these configs dynamically: Set(broker.id)")
+            (
+                ec::INVALID_REQUEST,
+                "Cannot update these configs dynamically: Set(broker.id)"
+            )
         );
     }
 }

@@ -8,7 +8,10 @@ use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterC
 use super::config_alter::{self, Op, OpKind, Refusal};
 use super::{str_bytes, KafkaApis};
 
-pub(super) async fn handle(apis: &KafkaApis, request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
+pub(super) async fn handle(
+    apis: &KafkaApis,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
     let ids: Vec<(i8, String)> = request
         .resources
         .iter()
@@ -46,7 +49,13 @@ async fn alter_one(
     let entries: Vec<(String, Option<String>, bool)> = resource
         .configs
         .iter()
-        .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string()), c.config_operation == 1))
+        .map(|c| {
+            (
+                c.name.to_string(),
+                c.value.as_ref().map(|v| v.to_string()),
+                c.config_operation == 1,
+            )
+        })
         .collect();
     config_alter::check_entries(&entries)?;
     let target = config_alter::target(resource.resource_type, resource.resource_name.as_str(), apis.broker_id)?;
