@@ -203,6 +203,11 @@ impl LogManager {
         }
     }
 
+    /// Whether any log of `topic` is on this broker.
+    pub fn hosts_topic(&self, topic: &str) -> bool {
+        !self.logs_of(topic).is_empty()
+    }
+
     fn logs_of(&self, topic: &str) -> Vec<SharedLog> {
         let first = TopicPartition {
             topic: topic.to_string(),

@@ -157,11 +157,17 @@ pub async fn apply_broker_configs<S: ZkStore>(zk: &KafkaZkClient<S>, targets: &T
     Ok(())
 }
 
+/// Applies `topic`'s overrides to its logs here (Kafka's `TopicConfigHandler`); a topic this
+/// broker does not host is left alone: its overrides are read when a replica is created, and
+/// recording them now could outlive a deleted topic of the same name.
 async fn apply_topic_config<S: ZkStore>(
     zk: &KafkaZkClient<S>,
     targets: &Targets,
     topic: String,
 ) -> Result<(), ZkError> {
+    if !targets.log_manager.hosts_topic(&topic) && !targets.log_manager.knows_topic_config(&topic) {
+        return Ok(());
+    }
     let overrides = match zk.topic_config(&topic).await {
         Ok(o) => o,
         Err(crate::zk::KafkaZkError::Zk(e)) => return Err(e),
@@ -326,6 +332,83 @@ mod tests {
         let v1_users = ConfigChangeNotification::decode(br#"{"version":1,"entity_type":"users","entity_name":"u"}"#)
             .expect("decodes");
         assert!(entity_of(&v1_users).is_err());
+    }
+
+    /// The edge over the in-memory ZooKeeper: a topic change reaches the hosted topic's logs, a
+    /// broker `<default>` change every log, an unhosted topic is not recorded, and old
+    /// notifications are purged.
+    #[tokio::test]
+    async fn notifications_are_applied_to_the_logs_and_purged() {
+        use crate::log::failure::LogDirFailureChannel;
+        use crate::log::file::Faults;
+        use crate::log::log_manager::{lock, LogManagerConfig};
+        use crate::types::TopicPartition;
+        use crate::zk::fake::FakeZk;
+        let dir = tempfile::tempdir().expect("dir");
+        let cfg = LogManagerConfig {
+            dirs: vec![dir.path().to_path_buf()],
+            clean_dirs: Vec::new(),
+            log: LogConfig::default(),
+            recovery_threads_per_dir: 1,
+        };
+        let manager = Arc::new(LogManager::startup(
+            &cfg,
+            LogDirFailureChannel::new(),
+            Faults::default(),
+            0,
+        ));
+        let tp = TopicPartition {
+            topic: "hosted".into(),
+            partition: 0,
+        };
+        let log = manager.get_or_create_log(&tp, 0).expect("log");
+        let zk = KafkaZkClient::new(FakeZk::new());
+        zk.ensure_persistent_paths().await.expect("paths");
+        let targets = Targets {
+            id: BrokerId(1),
+            static_config: Arc::new(KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181")]).expect("config")),
+            log_manager: manager.clone(),
+        };
+        let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        zk.change_entity_config("topics", "hosted", &set(&[("retention.ms", "5000")]), None)
+            .await
+            .expect("topic");
+        zk.change_entity_config("topics", "elsewhere", &set(&[("retention.ms", "1")]), None)
+            .await
+            .expect("other topic");
+        zk.change_entity_config("brokers", DEFAULT_ENTITY, &set(&[("min.insync.replicas", "2")]), None)
+            .await
+            .expect("default");
+        let last = process(&zk, &targets, None, 0).await.expect("processed");
+        assert_eq!(last, Some(2));
+        let applied = lock(&log).config().clone();
+        assert_eq!((applied.retention_ms, applied.min_insync_replicas), (5000, 2));
+        assert_eq!(manager.min_insync_replicas("hosted"), 2);
+        assert!(
+            !manager.knows_topic_config("elsewhere"),
+            "an unhosted topic is not recorded"
+        );
+        // Nothing new: nothing processed again; all three are older than 15 minutes later on.
+        assert_eq!(process(&zk, &targets, last, 0).await.expect("again"), last);
+        assert_eq!(
+            zk.store()
+                .children(paths::CONFIG_CHANGES)
+                .await
+                .expect("children")
+                .len(),
+            3
+        );
+        process(&zk, &targets, last, CHANGE_EXPIRATION_MS + 1)
+            .await
+            .expect("purge");
+        assert!(zk
+            .store()
+            .children(paths::CONFIG_CHANGES)
+            .await
+            .expect("children")
+            .is_empty());
     }
 
     #[test]
