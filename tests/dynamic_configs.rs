@@ -579,6 +579,24 @@ async fn bad_input_gets_kafkas_errors_and_leaves_zookeeper_unchanged() {
     assert!(outcomes(&response)
         .iter()
         .all(|(_, c, m)| *c == ec::INVALID_REQUEST && m == "Each resource must appear at most once."));
+    // A dynamic password would be stored in clear: refused as Kafka refuses it without
+    // `password.encoder.secret`.
+    let password = incremental(vec![(
+        4,
+        "1",
+        vec![("listener.name.plaintext.ssl.key.password", set, Some("s3cret"))],
+    )]);
+    let response: IncrementalAlterConfigsResponse = wire.send(&password, 1).await;
+    assert_eq!(
+        outcomes(&response),
+        [(
+            "1".to_string(),
+            ec::INVALID_CONFIG,
+            "Invalid config value for resource ConfigResource(type=BROKER, name='1'): Password encoder secret not \
+             configured"
+                .to_string()
+        )]
+    );
     // validate_only checks, answers NONE, writes nothing.
     let response: IncrementalAlterConfigsResponse = wire
         .send(

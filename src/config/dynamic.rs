@@ -170,6 +170,32 @@ const QUOTA_KEYS: &[&str] = &[
     "replica.alter.log.dirs.io.max.bytes.per.second",
 ];
 
+/// The dynamic keys of type PASSWORD; a key ending in one of them (`listener.name.x.ssl.key.password`)
+/// is a password (Kafka's `DynamicBrokerConfig.isPasswordConfig`).
+const PASSWORD_KEYS: &[&str] = &[
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.truststore.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates",
+    "sasl.jaas.config",
+];
+
+/// Kafka encrypts dynamic passwords with `password.encoder.secret` before they reach ZooKeeper
+/// (`toPersistentProps`); kastle has no such encoder, so it refuses to store them rather than
+/// write them in clear, with Kafka's message for a broker without a secret.
+pub fn refuse_passwords(props: &BTreeMap<String, String>, per_broker: bool) -> Result<(), String> {
+    if !props.keys().any(|k| PASSWORD_KEYS.iter().any(|p| k.ends_with(p))) {
+        return Ok(());
+    }
+    Err(if per_broker {
+        "Password encoder secret not configured".to_string()
+    } else {
+        "Password config can be defined only at broker level".to_string()
+    })
+}
+
 /// The scope of a dynamic key, `None` if `key` is not dynamic.
 pub fn scope(key: &str) -> Option<Scope> {
     DYNAMIC_BROKER_KEYS
@@ -452,6 +478,17 @@ mod tests {
             c.source("log.retention.ms"),
             Some(&Source::Dynamic("/config/brokers/<default>".into()))
         );
+    }
+
+    #[test]
+    fn passwords_are_never_stored_in_clear() {
+        let secret = props(&[("listener.name.external.ssl.key.password", "s3cret")]);
+        assert_eq!(
+            refuse_passwords(&secret, true),
+            Err("Password encoder secret not configured".into())
+        );
+        assert!(refuse_passwords(&secret, false).is_err());
+        assert_eq!(refuse_passwords(&props(&[("log.retention.ms", "1")]), true), Ok(()));
     }
 
     #[test]

@@ -255,6 +255,14 @@ pub(super) async fn alter(
         if validate_only {
             return Ok(());
         }
+        if let Target::Broker(id) = target {
+            dynamic::refuse_passwords(&new, id.is_some()).map_err(|why| {
+                Refusal::new(
+                    ec::INVALID_CONFIG,
+                    format!("Invalid config value for resource {}: {why}", target.describe()),
+                )
+            })?;
+        }
         match apis.zk.change_entity_config(entity_type, &entity, &new, version).await {
             Ok(notification) => {
                 tracing::info!(entity = %format!("{entity_type}/{entity}"), config = ?new, %notification, "updated a config entity");
