@@ -5,8 +5,11 @@
 //! retention and time-based flushes, and drops the logs of a dir that failed. Its logs' rolls
 //! are flushed in the background by a thread per dir ([`super::flusher`]).
 //!
-//! Lock order (see [`super::lock_order`]): the maps here (`logs`, then `per_dir` or
-//! `topic_overrides`) are registries, held only to read or change themselves; no log is locked
+//! Topic overrides and the broker-level defaults (the static config with the dynamic broker
+//! configs on top) can change at any time; each change is applied to the logs concerned.
+//!
+//! Lock order (see [`super::lock_order`]): the maps here (`logs`, then `per_dir`,
+//! `topic_overrides` or the broker defaults `config`) are registries, held only to read or change themselves; no log is locked
 //! while one is held, and none is taken while a log is locked. Code here that works on many
 //! logs takes a snapshot of the map, then locks one log at a time, and reads what it needs from
 //! outside (high watermarks) before it locks the log.
