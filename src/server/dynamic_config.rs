@@ -37,13 +37,20 @@ pub fn sequence_of(child: &str) -> Option<u64> {
 
 /// The children to process, in sequence order: those after `last_processed` (all of them when
 /// nothing was processed yet, as at start-up). Names that are not notifications are skipped.
+/// If every child is older than the last processed one, `/config/changes` was re-created
+/// (its sequence counter restarted, e.g. after the tree was lost) and all are new.
 pub fn to_process(children: &[String], last_processed: Option<u64>) -> Vec<(u64, String)> {
     let mut out: Vec<(u64, String)> = children
         .iter()
         .filter_map(|c| sequence_of(c).map(|s| (s, c.clone())))
-        .filter(|(s, _)| last_processed.is_none_or(|last| *s > last))
         .collect();
     out.sort();
+    let restarted = out
+        .last()
+        .is_some_and(|(max, _)| last_processed.is_some_and(|last| *max < last));
+    if !restarted {
+        out.retain(|(s, _)| last_processed.is_none_or(|last| *s > last));
+    }
     out
 }
 
@@ -299,6 +306,12 @@ mod tests {
         );
         assert_eq!(seqs(to_process(&children, Some(3))), [10]);
         assert!(to_process(&children, Some(10)).is_empty());
+        assert_eq!(
+            seqs(to_process(&children, Some(11))),
+            [2, 3, 10],
+            "all older than the last processed: the counter restarted"
+        );
+        assert!(to_process(&[], Some(11)).is_empty());
     }
 
     #[test]
