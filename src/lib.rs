@@ -4,7 +4,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`config`] | the broker config: Kafka's property names and 3.9 defaults, YAML / `server.properties` files, env and CLI overrides |
+//! | [`config`] | the broker config: Kafka's property names and 3.9 defaults, YAML / `server.properties` files, env and CLI overrides, the dynamic broker keys and their layering |
 //! | [`clock`] | wall-clock milliseconds, read only at the I/O edges |
 //! | [`types`] | newtypes for ids, epochs and versions shared by every subsystem |
 //! | [`zk`] | Kafka's ZooKeeper layout: typed paths, JSON payload models, the store abstraction (real client and in-memory fake), session handling, schema validation |
@@ -16,7 +16,7 @@
 //! | [`replica`] | the partitions this broker hosts: leader/follower state, high watermark, appends and reads (`append_records`, `fetch_messages`, disk work on the blocking executor), the delayed-operation purgatory keyed by partition, DeleteRecords (`delete_records`) |
 //! | [`coordinator`] | consumer groups on `__consumer_offsets`: the group state machine, its records, loading and unloading with leadership |
 //! | [`admin`] | operator tools behind subcommands: Kafka's `topics`, `configs`, `consumer-groups`, `delete-records`, `leader-election` over the protocol (`admin::cli`), `perf`, `health` |
-//! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown; the request handlers and KIP-227 fetch sessions |
+//! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown; the request handlers, KIP-227 fetch sessions, and the `/config/changes` listener that applies dynamic configs |
 //!
 //! Logic that decides things is kept free of I/O; ZooKeeper, sockets and files stay at the edges.
 

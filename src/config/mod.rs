@@ -15,6 +15,7 @@
 //! | `load.rs` | `ConfigSources`, precedence, unknown-key and type errors |
 //! | `validate.rs` | cross-key checks and building `KafkaConfig` |
 //! | `listeners.rs` | `EndPoint`, `SecurityProtocol`, listener parsing |
+//! | `dynamic.rs` | the dynamic broker keys (per broker / cluster-wide), their checks and layering |
 //! | `error.rs` | `ConfigError` |
 //! | `describe.rs` | DescribeConfigs' values, sources and synonyms over the config layers |
 //! | `topic_defs.rs` | the topic-level configs (type, doc) and their broker synonyms |
@@ -22,6 +23,7 @@
 mod defs;
 mod defs_kafka;
 pub mod describe;
+pub mod dynamic;
 mod error;
 mod listeners;
 mod load;

@@ -72,6 +72,8 @@ pub enum Source {
     Env(String),
     /// A `--override key=value` argument.
     Override,
+    /// A dynamic broker config read from ZooKeeper (the znode's path).
+    Dynamic(String),
 }
 
 impl fmt::Display for Source {
@@ -81,6 +83,7 @@ impl fmt::Display for Source {
             Source::File(p) => write!(f, "file {}", p.display()),
             Source::Env(var) => write!(f, "env {var}"),
             Source::Override => f.write_str("--override"),
+            Source::Dynamic(path) => write!(f, "dynamic {path}"),
         }
     }
 }
@@ -94,6 +97,7 @@ impl Source {
             Source::File(p) => format!("in {}", p.display()),
             Source::Env(var) => format!("from env {var}"),
             Source::Override => "from --override".to_string(),
+            Source::Dynamic(path) => format!("from ZooKeeper {path}"),
         }
     }
 }

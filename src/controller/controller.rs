@@ -439,14 +439,31 @@ impl<S: ControllerStore> Controller<S> {
         let Some(active) = self.active.as_ref() else {
             return Ok(());
         };
-        // Decide on the cache, re-read the partitions that need a change, decide those again.
-        let (_, first) = self.decide_elections(&active.ctx, partitions);
+        // Decide on the cache, re-read the partitions that need a change, decide those again,
+        // with the live topic configs of those that could only get an unclean leader.
+        let (_, first) = self.decide_elections(&active.ctx, partitions, &BTreeMap::new());
         self.refresh_leaderships(first.into_iter().map(|(k, _)| k).collect())
             .await?;
         let Some(active) = self.active.as_ref() else {
             return Ok(());
         };
-        let (creates, updates) = self.decide_elections(&active.ctx, partitions);
+        let live: BTreeSet<BrokerId> = active.ctx.live_brokers.keys().copied().collect();
+        let stuck: BTreeSet<String> = partitions
+            .iter()
+            .filter(|k| {
+                active
+                    .ctx
+                    .leaderships
+                    .get(*k)
+                    .is_some_and(|l| decisions::needs_unclean_choice(l, &live))
+            })
+            .map(|(t, _)| t.clone())
+            .collect();
+        let unclean = zk_ops::unclean_overrides(&self.zk, stuck).await;
+        let Some(active) = self.active.as_ref() else {
+            return Ok(());
+        };
+        let (creates, updates) = self.decide_elections(&active.ctx, partitions, &unclean);
         if creates.is_empty() && updates.is_empty() {
             return Ok(());
         }
@@ -455,8 +472,12 @@ impl<S: ControllerStore> Controller<S> {
 
     /// New leaderships for `partitions` that need one (new, leaderless, or with a dead member in
     /// the ISR): (state znodes to create, state znodes to update).
-    fn decide_elections(&self, ctx: &ControllerContext, partitions: &[(String, i32)]) -> (Decided, Decided) {
-        let unclean = self.config.unclean_leader_election;
+    fn decide_elections(
+        &self,
+        ctx: &ControllerContext,
+        partitions: &[(String, i32)],
+        unclean_overrides: &BTreeMap<String, bool>,
+    ) -> (Decided, Decided) {
         let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
         let mut creates = Vec::new();
         let mut updates = Vec::new();
@@ -477,6 +498,10 @@ impl<S: ControllerStore> Controller<S> {
                     }
                 }
                 Some(current) => {
+                    let unclean = unclean_overrides
+                        .get(&key.0)
+                        .copied()
+                        .unwrap_or(self.config.unclean_leader_election);
                     if let Some(l) = decisions::existing_partition(&assignment, current, &live, unclean, ctx.epoch) {
                         updates.push((key.clone(), l));
                     }

@@ -32,6 +32,15 @@ pub fn new_partition(
 /// The next state of an existing partition: a new leader when the current one is dead (from the
 /// ISR; outside it only with unclean election), dead members removed from the ISR (never below
 /// one member). `None` when nothing changes.
+/// Whether electing a leader for `current` would have to be unclean (its leader and every ISR
+/// member are down): only then does the topic's `unclean.leader.election.enable` matter, and
+/// the controller reads it from `/config/topics/<t>` (Kafka's
+/// `collectUncleanLeaderElectionState`).
+pub fn needs_unclean_choice(current: &StoredLeadership, live: &BTreeSet<BrokerId>) -> bool {
+    let leader_alive = current.leader >= 0 && live.contains(&BrokerId(current.leader));
+    !leader_alive && !current.isr.iter().any(|r| live.contains(r))
+}
+
 pub fn existing_partition(
     assignment: &[BrokerId],
     current: &StoredLeadership,
@@ -182,6 +191,18 @@ mod tests {
             leader_recovery_state: 0,
             zk_version: 0,
         }
+    }
+
+    #[test]
+    fn only_a_partition_without_a_live_isr_member_needs_the_unclean_setting() {
+        let live: BTreeSet<BrokerId> = [BrokerId(2), BrokerId(3)].into();
+        assert!(!needs_unclean_choice(&l(2, &[2, 3]), &live), "leader alive");
+        assert!(
+            !needs_unclean_choice(&l(1, &[1, 3]), &live),
+            "a live ISR member can lead"
+        );
+        assert!(needs_unclean_choice(&l(1, &[1]), &live));
+        assert!(needs_unclean_choice(&l(-1, &[1]), &live));
     }
 
     /// PartitionStateMachine marks UncleanLeaderElectionsPerSec when the leader comes from

@@ -55,6 +55,32 @@ pub struct TopicInfo {
     pub assignment: BTreeMap<i32, Vec<BrokerId>>,
 }
 
+/// Each topic's `unclean.leader.election.enable` override in `/config/topics/<t>`, read live
+/// (topics without one, or whose config cannot be read, are left out: the broker default
+/// applies).
+pub async fn unclean_overrides<S: ZkStore + Clone>(zk: &S, topics: BTreeSet<String>) -> BTreeMap<String, bool> {
+    let client = crate::zk::KafkaZkClient::new(zk.clone());
+    let mut out = BTreeMap::new();
+    for topic in topics {
+        let value = client.topic_config(&topic).await.ok().and_then(|c| {
+            match c
+                .get("unclean.leader.election.enable")?
+                .trim()
+                .to_ascii_lowercase()
+                .as_str()
+            {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            }
+        });
+        if let Some(v) = value {
+            out.insert(topic, v);
+        }
+    }
+    out
+}
+
 /// Who `/controller` names, if anyone.
 pub async fn active_controller<S: ZkStore>(zk: &S) -> Result<Option<BrokerId>, ControllerZkError> {
     match zk.get_data(paths::CONTROLLER).await {

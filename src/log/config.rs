@@ -60,6 +60,10 @@ pub struct LogConfig {
     pub max_compaction_lag_ms: i64,
     /// `producer.id.expiration.ms`: a producer idle this long loses its state (broker-wide).
     pub producer_id_expiration_ms: i64,
+    /// `min.insync.replicas`: an acks=all produce needs this many in-sync replicas.
+    pub min_insync_replicas: i32,
+    /// `unclean.leader.election.enable`: an out-of-sync replica may become leader.
+    pub unclean_leader_election: bool,
 }
 
 impl Default for LogConfig {
@@ -87,6 +91,8 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             producer_id_expiration_ms: 86_400_000,
+            min_insync_replicas: 1,
+            unclean_leader_election: false,
         }
     }
 }
@@ -190,6 +196,10 @@ impl LogConfig {
             producer_id_expiration_ms: config
                 .get_i64("producer.id.expiration.ms")
                 .unwrap_or(d.producer_id_expiration_ms),
+            min_insync_replicas: config.min_insync_replicas().max(1),
+            unclean_leader_election: config
+                .get_bool("unclean.leader.election.enable")
+                .unwrap_or(d.unclean_leader_election),
         }
     }
 
@@ -253,6 +263,15 @@ impl LogConfig {
                 "delete.retention.ms" => int().filter(|v| *v >= 0).map(|v| c.delete_retention_ms = v),
                 "min.compaction.lag.ms" => int().filter(|v| *v >= 0).map(|v| c.min_compaction_lag_ms = v),
                 "max.compaction.lag.ms" => int().filter(|v| *v > 0).map(|v| c.max_compaction_lag_ms = v),
+                "min.insync.replicas" => int()
+                    .filter(|v| (1..=i64::from(i32::MAX)).contains(v))
+                    .map(|v| c.min_insync_replicas = v as i32),
+                "unclean.leader.election.enable" => match value.trim().to_ascii_lowercase().as_str() {
+                    "true" => Some(true),
+                    "false" => Some(false),
+                    _ => None,
+                }
+                .map(|b| c.unclean_leader_election = b),
                 // Keys kastle does not act on (e.g. throttles) are kept in ZK only.
                 _ => Some(()),
             };
@@ -324,6 +343,13 @@ mod tests {
         assert_eq!(c.min_cleanable_ratio, 0.01);
         assert_eq!(c.delete_retention_ms, 100);
         assert_eq!(c.retention_ms, base.retention_ms, "an invalid value keeps the default");
+        let replication: BTreeMap<String, String> = [
+            ("min.insync.replicas".to_string(), "3".to_string()),
+            ("unclean.leader.election.enable".to_string(), "TRUE".to_string()),
+        ]
+        .into();
+        let c = base.with_topic_overrides(&replication);
+        assert_eq!((c.min_insync_replicas, c.unclean_leader_election), (3, true));
         let both: BTreeMap<String, String> = [("cleanup.policy".to_string(), "compact, delete".to_string())].into();
         let c = base.with_topic_overrides(&both);
         assert!(c.compact && c.delete);

@@ -5,8 +5,11 @@
 //! retention and time-based flushes, and drops the logs of a dir that failed. Its logs' rolls
 //! are flushed in the background by a thread per dir ([`super::flusher`]).
 //!
-//! Lock order (see [`super::lock_order`]): the maps here (`logs`, then `per_dir` or
-//! `topic_overrides`) are registries, held only to read or change themselves; no log is locked
+//! Topic overrides and the broker-level defaults (the static config with the dynamic broker
+//! configs on top) can change at any time; each change is applied to the logs concerned.
+//!
+//! Lock order (see [`super::lock_order`]): the maps here (`logs`, then `per_dir`,
+//! `topic_overrides` or the broker defaults `config`) are registries, held only to read or change themselves; no log is locked
 //! while one is held, and none is taken while a log is locked. Code here that works on many
 //! logs takes a snapshot of the map, then locks one log at a time, and reads what it needs from
 //! outside (high watermarks) before it locks the log.
@@ -71,7 +74,9 @@ pub struct LogManagerConfig {
 #[derive(Debug)]
 pub struct LogManager {
     dirs: Vec<PathBuf>,
-    config: LogConfig,
+    /// The broker-level defaults (static `log.*` keys with the dynamic broker configs layered
+    /// on top, [`Self::update_broker_defaults`]); topics' overrides layer on these.
+    config: RwLock<LogConfig>,
     ctx: LogContext,
     logs: RwLock<BTreeMap<TopicPartition, SharedLog>>,
     /// Topic config overrides (`/config/topics/<t>`) known so far, layered on `config` for the
@@ -102,7 +107,7 @@ impl LogManager {
         }
         LogManager {
             dirs: cfg.dirs.clone(),
-            config: cfg.log.clone(),
+            config: RwLock::new(cfg.log.clone()),
             ctx,
             logs: RwLock::new(logs),
             topic_overrides: RwLock::new(HashMap::new()),
@@ -132,37 +137,90 @@ impl LogManager {
     /// Records `topic`'s overrides and applies them to its existing logs (Kafka's
     /// `LogManager.updateTopicConfig`); logs created later get them too.
     pub fn update_topic_config(&self, topic: &str, overrides: BTreeMap<String, String>) {
-        let config = self.config.with_topic_overrides(&overrides);
+        let config = self.broker_defaults().with_topic_overrides(&overrides);
         self.topic_overrides
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(topic.to_string(), overrides);
-        let first = TopicPartition {
-            topic: topic.to_string(),
-            partition: i32::MIN,
-        };
-        let logs: Vec<SharedLog> = self
-            .logs()
-            .range(first..)
-            .take_while(|(tp, _)| tp.topic == topic)
-            .map(|(_, l)| l.clone())
-            .collect();
-        for log in logs {
+        for log in self.logs_of(topic) {
             lock(&log).set_config(config.clone());
         }
     }
 
+    /// Replaces the broker-level defaults (a dynamic broker config changed, Kafka's
+    /// `DynamicLogConfig.reconfigure`) and applies them to every log, under its topic's
+    /// overrides: a topic without a `retention.ms` override takes the new `log.retention.ms`.
+    pub fn update_broker_defaults(&self, defaults: LogConfig) {
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = defaults;
+        let logs = self.all_logs();
+        let mut per_topic: HashMap<String, LogConfig> = HashMap::new();
+        for (tp, log) in logs {
+            let config = per_topic
+                .entry(tp.topic.clone())
+                .or_insert_with(|| self.config_for(&tp.topic))
+                .clone();
+            lock(&log).set_config(config);
+        }
+    }
+
+    /// The broker-level log defaults in force now.
+    pub fn broker_defaults(&self) -> LogConfig {
+        self.config.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// `topic`'s `min.insync.replicas`: its override, else the broker's (live) value. Cheap
+    /// enough for the produce path: no log is locked.
+    pub fn min_insync_replicas(&self, topic: &str) -> i32 {
+        let overridden = self
+            .topic_overrides
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(topic)
+            .and_then(|o| o.get("min.insync.replicas"))
+            .and_then(|v| v.trim().parse::<i32>().ok())
+            .filter(|v| *v >= 1);
+        overridden.unwrap_or_else(|| {
+            self.config
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .min_insync_replicas
+        })
+    }
+
+    /// `topic`'s `unclean.leader.election.enable`: its override, else the broker's value.
+    pub fn unclean_leader_election(&self, topic: &str) -> bool {
+        self.config_for(topic).unclean_leader_election
+    }
+
     /// The config a log of `topic` gets: broker defaults plus the topic's overrides.
     pub fn config_for(&self, topic: &str) -> LogConfig {
+        let defaults = self.broker_defaults();
         match self
             .topic_overrides
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(topic)
         {
-            Some(overrides) => self.config.with_topic_overrides(overrides),
-            None => self.config.clone(),
+            Some(overrides) => defaults.with_topic_overrides(overrides),
+            None => defaults,
         }
+    }
+
+    /// Whether any log of `topic` is on this broker.
+    pub fn hosts_topic(&self, topic: &str) -> bool {
+        !self.logs_of(topic).is_empty()
+    }
+
+    fn logs_of(&self, topic: &str) -> Vec<SharedLog> {
+        let first = TopicPartition {
+            topic: topic.to_string(),
+            partition: i32::MIN,
+        };
+        self.logs()
+            .range(first..)
+            .take_while(|(tp, _)| tp.topic == topic)
+            .map(|(_, l)| l.clone())
+            .collect()
     }
 
     pub fn failures(&self) -> &LogDirFailureChannel {

@@ -69,6 +69,18 @@ const TOPIC_CONFIGS: &[(&str, Kind)] = &[
     ("unclean.leader.election.enable", Kind::Bool),
 ];
 
+/// For IncrementalAlterConfigs' APPEND/SUBTRACT: `None` if `name` is not a topic config,
+/// `Some(None)` if it is not a LIST, else `Some(Some(default))` with the LIST's default.
+pub fn list_default(name: &str) -> Option<Option<&'static str>> {
+    let (_, kind) = TOPIC_CONFIGS.iter().find(|(n, _)| *n == name)?;
+    Some(match (name, kind) {
+        ("cleanup.policy", _) => Some("delete"),
+        ("leader.replication.throttled.replicas" | "follower.replication.throttled.replicas", _) => Some(""),
+        (_, Kind::ListOf(_)) => Some(""),
+        _ => None,
+    })
+}
+
 /// Why a topic's configs were refused; the message is what the client is told.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigRefusal {

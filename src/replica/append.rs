@@ -78,7 +78,7 @@ impl From<&LogAppendInfo> for AppendedInfo {
 }
 
 /// Appends on the I/O executor: per partition, the append's outcome (with its leader epoch).
-type Outcomes = Vec<(Option<Arc<Partition>>, Result<(LogAppendInfo, i32), ReplicaError>)>;
+type Outcomes = Vec<(Option<Arc<Partition>>, Result<(LogAppendInfo, i32), ReplicaError>, i32)>;
 
 impl ReplicaManager {
     /// Kafka's `appendRecords`: `acks` -1, 0 or 1 (anything else: INVALID_REQUIRED_ACKS for every
@@ -111,14 +111,14 @@ impl ReplicaManager {
                     .collect(),
             );
         }
-        let min_isr = self.min_insync_replicas();
         let mut tps = Vec::with_capacity(entries.len());
-        let mut work: Vec<(Option<Arc<Partition>>, Bytes)> = Vec::with_capacity(entries.len());
+        let mut work: Vec<(Option<Arc<Partition>>, Bytes, i32)> = Vec::with_capacity(entries.len());
         for e in entries {
-            work.push((self.partition(&e.tp), e.records));
+            // The topic's min ISR now: a dynamic change applies from the next produce on.
+            work.push((self.partition(&e.tp), e.records, self.min_insync_replicas(&e.tp)));
             tps.push(e.tp);
         }
-        let appended = match run_blocking(move || append_all(work, acks, min_isr)).await {
+        let appended = match run_blocking(move || append_all(work, acks)).await {
             Ok(appended) => appended,
             Err(error) => {
                 return Appended::Done(
@@ -134,7 +134,7 @@ impl ReplicaManager {
         };
         let mut results = Vec::with_capacity(appended.len());
         let mut waits = Vec::new();
-        for ((partition, outcome), tp) in appended.into_iter().zip(tps) {
+        for ((partition, outcome, min_isr), tp) in appended.into_iter().zip(tps) {
             let result = match (partition, outcome) {
                 (Some(partition), Ok((info, epoch))) => {
                     let status = partition.produce_status(min_isr);
@@ -147,7 +147,7 @@ impl ReplicaManager {
                     );
                     let tp = partition.tp.clone();
                     if acks == -1 {
-                        waits.push((results.len(), partition, info.last_offset + 1, epoch));
+                        waits.push((results.len(), partition, info.last_offset + 1, epoch, min_isr));
                     }
                     AppendResult {
                         tp,
@@ -171,7 +171,7 @@ impl ReplicaManager {
         if waits.is_empty() {
             return Appended::Done(results);
         }
-        Appended::Waiting(Box::pin(self.wait_for_replication(results, waits, timeout_ms, min_isr)))
+        Appended::Waiting(Box::pin(self.wait_for_replication(results, waits, timeout_ms)))
     }
 
     /// The DelayedProduce: parks now (so the deadline and the first check are taken at append
@@ -180,14 +180,13 @@ impl ReplicaManager {
     fn wait_for_replication(
         &self,
         mut results: Vec<AppendResult>,
-        waits: Vec<(usize, Arc<Partition>, i64, i32)>,
+        waits: Vec<(usize, Arc<Partition>, i64, i32, i32)>,
         timeout_ms: i32,
-        min_isr: i32,
     ) -> impl Future<Output = Vec<AppendResult>> + Send + 'static {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
         let watches = waits
             .iter()
-            .map(|(_, p, required_offset, leader_epoch)| ProduceWatch {
+            .map(|(_, p, required_offset, leader_epoch, _)| ProduceWatch {
                 tp: p.tp.clone(),
                 required_offset: *required_offset,
                 leader_epoch: *leader_epoch,
@@ -197,10 +196,10 @@ impl ReplicaManager {
         let purgatory: Arc<Purgatory> = Arc::clone(self.purgatory());
         let (parked, mut rx) = purgatory.watch_produce(watches);
         // Checked once the watch is in place, so an HW move that raced the append counts.
-        for (_, partition, _, _) in &waits {
-            purgatory.on_status(&partition.tp, &partition.produce_status(min_isr));
+        for (_, partition, _, _, min_isr) in &waits {
+            purgatory.on_status(&partition.tp, &partition.produce_status(*min_isr));
         }
-        let indexes: Vec<usize> = waits.iter().map(|(index, _, _, _)| *index).collect();
+        let indexes: Vec<usize> = waits.iter().map(|(index, ..)| *index).collect();
         async move {
             let outcomes = match tokio::time::timeout_at(deadline, &mut rx).await {
                 Ok(outcomes) => outcomes.unwrap_or_default(),
@@ -220,14 +219,14 @@ impl ReplicaManager {
     }
 }
 
-fn append_all(work: Vec<(Option<Arc<Partition>>, Bytes)>, acks: i16, min_isr: i32) -> Outcomes {
+fn append_all(work: Vec<(Option<Arc<Partition>>, Bytes, i32)>, acks: i16) -> Outcomes {
     work.into_iter()
-        .map(|(partition, records)| {
+        .map(|(partition, records, min_isr)| {
             let outcome = match &partition {
                 None => Err(ReplicaError::UnknownTopicOrPartition),
                 Some(p) => p.append_as_leader(&records, acks, min_isr, crate::clock::now_ms()),
             };
-            (partition, outcome)
+            (partition, outcome, min_isr)
         })
         .collect()
 }

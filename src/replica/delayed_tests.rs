@@ -28,7 +28,10 @@ fn replica_manager(dir: &std::path::Path, min_isr: i32) -> Arc<ReplicaManager> {
     let cfg = LogManagerConfig {
         dirs: vec![dir.to_path_buf()],
         clean_dirs: Vec::new(),
-        log: LogConfig::default(),
+        log: LogConfig {
+            min_insync_replicas: min_isr,
+            ..LogConfig::default()
+        },
         recovery_threads_per_dir: 1,
     };
     let logs = Arc::new(LogManager::startup(
@@ -37,11 +40,7 @@ fn replica_manager(dir: &std::path::Path, min_isr: i32) -> Arc<ReplicaManager> {
         Faults::default(),
         0,
     ));
-    let config = ReplicaConfig {
-        min_insync_replicas: min_isr,
-        ..ReplicaConfig::default()
-    };
-    Arc::new(ReplicaManager::new(BrokerId(1), logs, config))
+    Arc::new(ReplicaManager::new(BrokerId(1), logs, ReplicaConfig::default()))
 }
 
 /// Makes broker `leader` lead partitions `parts` of "t" in `epoch` with `replicas` all in the ISR.

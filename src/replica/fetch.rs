@@ -125,7 +125,7 @@ impl ReplicaManager {
             }
             for p in &pass.hw_moved {
                 self.purgatory()
-                    .on_status(&p.tp, &p.produce_status(self.min_insync_replicas()));
+                    .on_status(&p.tp, &p.produce_status(self.min_insync_replicas(&p.tp)));
             }
             let results = pass.results;
             let total: usize = results.iter().map(FetchPartitionResult::size).sum();
@@ -166,9 +166,9 @@ impl ReplicaManager {
         let hosted = hosted.to_vec();
         let wanted = partitions.clone();
         let params = params.clone();
-        let min_isr = self.min_insync_replicas();
+        let min_isrs: Vec<i32> = wanted.iter().map(|w| self.min_insync_replicas(&w.tp)).collect();
         let n = wanted.len();
-        run_blocking(move || read_all(&params, &hosted, &wanted, min_isr))
+        run_blocking(move || read_all(&params, &hosted, &wanted, &min_isrs))
             .await
             .unwrap_or_else(|error| ReadPass {
                 results: vec![FetchPartitionResult::error(error); n],
@@ -182,7 +182,7 @@ fn read_all(
     params: &FetchParams,
     hosted: &[Option<Arc<Partition>>],
     wanted: &[FetchPartition],
-    min_isr: i32,
+    min_isrs: &[i32],
 ) -> ReadPass {
     let mut budget = if params.max_bytes > 0 {
         params.max_bytes as usize
@@ -194,7 +194,7 @@ fn read_all(
         proposals: Vec::new(),
         hw_moved: Vec::new(),
     };
-    for (partition, w) in hosted.iter().zip(wanted) {
+    for ((partition, w), min_isr) in hosted.iter().zip(wanted).zip(min_isrs.iter().copied()) {
         let result = match partition {
             None => FetchPartitionResult::error(ReplicaError::UnknownTopicOrPartition),
             Some(partition) => read_one(params, partition, w, budget, min_isr, &mut pass),

@@ -47,7 +47,6 @@ pub struct ControllerRequestEpochs {
 /// Replication settings.
 #[derive(Debug, Clone)]
 pub struct ReplicaConfig {
-    pub min_insync_replicas: i32,
     pub replica_lag_time_max_ms: i64,
     pub fetcher: FetcherConfig,
 }
@@ -55,7 +54,6 @@ pub struct ReplicaConfig {
 impl Default for ReplicaConfig {
     fn default() -> Self {
         ReplicaConfig {
-            min_insync_replicas: 1,
             replica_lag_time_max_ms: 30_000,
             fetcher: FetcherConfig::default(),
         }
@@ -131,8 +129,10 @@ impl ReplicaManager {
         self.local
     }
 
-    pub fn min_insync_replicas(&self) -> i32 {
-        self.config.min_insync_replicas
+    /// `tp`'s topic's `min.insync.replicas` as configured now (its override, else the
+    /// broker's), read live from the LogManager: a dynamic change applies to the next produce.
+    pub fn min_insync_replicas(&self, tp: &TopicPartition) -> i32 {
+        self.log_manager.min_insync_replicas(&tp.topic)
     }
 
     pub fn replica_lag_time_max_ms(&self) -> i64 {
@@ -219,7 +219,7 @@ impl ReplicaManager {
     fn partition_changed(&self, partition: &Partition) {
         self.purgatory.on_status(
             &partition.tp,
-            &partition.produce_status(self.config.min_insync_replicas),
+            &partition.produce_status(self.min_insync_replicas(&partition.tp)),
         );
     }
 
@@ -228,7 +228,7 @@ impl ReplicaManager {
     fn partition_reset(&self, tp: &TopicPartition) {
         match self.partition(tp) {
             Some(p) => {
-                let status = p.produce_status(self.config.min_insync_replicas);
+                let status = p.produce_status(self.min_insync_replicas(tp));
                 let (_, leo) = p.offsets();
                 self.purgatory.on_reset(tp, &status, leo);
             }
@@ -314,7 +314,7 @@ impl ReplicaManager {
         if !p.state.replicas.contains(&self.local) {
             return Err(ReplicaError::UnknownTopicOrPartition);
         }
-        let min_isr = self.config.min_insync_replicas;
+        let min_isr = self.min_insync_replicas(&p.tp);
         let partition = match self.partition(&p.tp) {
             Some(existing) => {
                 // A replica whose log dir failed answers KAFKA_STORAGE_ERROR so the controller
@@ -403,7 +403,7 @@ impl ReplicaManager {
             partition_epoch: stored.zk_version,
             replicas: current.replicas,
         };
-        if let Err(e) = existing.apply(state.clone(), self.config.min_insync_replicas, now_ms) {
+        if let Err(e) = existing.apply(state.clone(), self.min_insync_replicas(tp), now_ms) {
             tracing::error!(partition = %tp, error = %e, "cannot apply the stored state");
             return false;
         }
@@ -429,7 +429,7 @@ impl ReplicaManager {
         let Some(partition) = self.partition(&proposal.tp) else {
             return;
         };
-        if let Some(newer) = partition.complete_isr_update(proposal, outcome, self.config.min_insync_replicas) {
+        if let Some(newer) = partition.complete_isr_update(proposal, outcome, self.min_insync_replicas(&proposal.tp)) {
             self.apply_stored_state(&proposal.tp, &newer, now_ms);
         }
         // The HW may have moved with the new ISR, or the ISR fallen below min.insync.replicas.
@@ -472,7 +472,7 @@ impl ReplicaManager {
                 c.offline += 1;
                 continue;
             }
-            let (leader, isr, rf, min) = p.replication_status(self.config.min_insync_replicas);
+            let (leader, isr, rf, min) = p.replication_status(self.min_insync_replicas(&p.tp));
             if !leader {
                 continue;
             }

@@ -119,6 +119,16 @@ async fn start_registered(
     }
     let log_manager = load_logs(config, &dirs.live).await;
     load_topic_configs(&zk, &log_manager).await?;
+    // The dynamic broker configs (`/config/brokers/<default>`, `/config/brokers/<id>`) before
+    // serving, as Kafka reads them at start-up; later changes come through /config/changes.
+    let dynamic_targets = crate::server::dynamic_config::Targets {
+        id,
+        static_config: Arc::new(config.clone()),
+        log_manager: log_manager.clone(),
+    };
+    crate::server::dynamic_config::apply_broker_configs(&zk, &dynamic_targets)
+        .await
+        .map_err(KafkaZkError::from)?;
     if log_manager.live_dirs().is_empty() {
         return Err(BrokerError::NoLiveLogDirs {
             offline: offline_with_reasons(&dirs.offline, &log_manager),
@@ -223,6 +233,11 @@ async fn start_registered(
         rm.maybe_shrink_isrs(now_ms())
     })));
     tasks.push(tokio::spawn(groups.clone().run(stop_rx.clone())));
+    tasks.push(tokio::spawn(crate::server::dynamic_config::run(
+        zk.clone(),
+        dynamic_targets,
+        stop_rx.clone(),
+    )));
     let rm = replica_manager.clone();
     tasks.push(tokio::spawn(run_periodically(
         Duration::from_secs(2),
@@ -506,7 +521,6 @@ fn replica_config(config: &KafkaConfig) -> crate::replica::ReplicaConfig {
     let d = FetcherConfig::default();
     let int = |k: &str, default: i32| config.get_i32(k).unwrap_or(default);
     crate::replica::ReplicaConfig {
-        min_insync_replicas: config.min_insync_replicas().max(1),
         replica_lag_time_max_ms: config.get_i64("replica.lag.time.max.ms").unwrap_or(30_000).max(1),
         fetcher: FetcherConfig {
             local: BrokerId(config.broker_id()),

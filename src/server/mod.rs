@@ -4,6 +4,7 @@
 pub mod apis;
 pub mod broker;
 pub mod controlled_shutdown;
+pub mod dynamic_config;
 pub mod fetch_session;
 pub mod listeners;
 pub mod log_dirs;

@@ -3,12 +3,12 @@
 //! [`super::models`].
 
 use super::models::{
-    BrokerRegistration, ClusterIdZNode, DecodeError, EntityConfig, LogDirEventNotification, TopicAssignment,
-    ZNodePayload,
+    BrokerRegistration, ClusterIdZNode, ConfigChangeNotification, DecodeError, EntityConfig, LogDirEventNotification,
+    TopicAssignment, ZNodePayload,
 };
 use super::paths;
-use super::store::{create_recursive, CreateMode, Op, Stat, ZkError, ZkStore};
-use crate::types::{BrokerEpoch, BrokerId};
+use super::store::{create_recursive, split_parent, CreateMode, Op, Stat, ZkError, ZkStore};
+use crate::types::{BrokerEpoch, BrokerId, ZkVersion};
 
 /// Failures of the typed operations.
 #[derive(Debug, thiserror::Error)]
@@ -176,12 +176,61 @@ impl<S: ZkStore> KafkaZkClient<S> {
         entity_type: &str,
         entity: &str,
     ) -> Result<std::collections::BTreeMap<String, String>, KafkaZkError> {
+        Ok(self.entity_config_versioned(entity_type, entity).await?.0)
+    }
+
+    /// `/config/<entity_type>/<entity>`'s config and the znode's version (`None`: no znode,
+    /// an empty config). A null payload reads as empty, as Kafka's `ConfigEntityZNode.decode`.
+    pub async fn entity_config_versioned(
+        &self,
+        entity_type: &str,
+        entity: &str,
+    ) -> Result<(std::collections::BTreeMap<String, String>, Option<ZkVersion>), KafkaZkError> {
         let path = paths::config_entity(entity_type, entity);
         match self.store.get_data(&path).await {
-            Ok((data, _)) => Ok(decode::<EntityConfig>(&path, &data)?.config),
-            Err(ZkError::NoNode { .. }) => Ok(Default::default()),
+            Ok((data, stat)) if data.is_empty() || data == b"null" => Ok((Default::default(), Some(stat.version))),
+            Ok((data, stat)) => Ok((decode::<EntityConfig>(&path, &data)?.config, Some(stat.version))),
+            Err(ZkError::NoNode { .. }) => Ok((Default::default(), None)),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Writes `/config/<entity_type>/<entity>` as Kafka's `AdminZkClient.changeEntityConfig`
+    /// does, then announces it with a `/config/changes/config_change_<seq>` v2 notification.
+    /// `expected` is the version read before (`None` = the znode did not exist): a concurrent
+    /// writer makes this fail with `BadVersion`/`NodeExists` rather than be overwritten.
+    pub async fn change_entity_config(
+        &self,
+        entity_type: &str,
+        entity: &str,
+        config: &std::collections::BTreeMap<String, String>,
+        expected: Option<ZkVersion>,
+    ) -> Result<String, KafkaZkError> {
+        let path = paths::config_entity(entity_type, entity);
+        let data = EntityConfig {
+            version: 1,
+            config: config.clone(),
+        }
+        .encode();
+        match expected {
+            Some(version) => {
+                self.store.set_data(&path, &data, Some(version)).await?;
+            }
+            None => {
+                create_recursive(&self.store, split_parent(&path).0).await?;
+                self.store.create(&path, &data, CreateMode::Persistent).await?;
+            }
+        }
+        let notification = ConfigChangeNotification::v2(format!("{entity_type}/{entity}"));
+        let (created, _) = self
+            .store
+            .create(
+                &paths::config_change_sequential(),
+                &notification.encode(),
+                CreateMode::PersistentSequential,
+            )
+            .await?;
+        Ok(created)
     }
 
     /// Tells the controller this broker lost a log dir: a sequential
@@ -384,6 +433,57 @@ mod tests {
         assert_eq!(path, "/log_dir_event_notification/log_dir_event_0000000000");
         let (data, _) = client.store().get_data(&path).await.expect("read");
         assert_eq!(data, br#"{"version":1,"broker":2,"event":1}"#);
+    }
+
+    #[tokio::test]
+    async fn an_entity_config_change_is_written_then_announced() {
+        let client = KafkaZkClient::new(FakeZk::new());
+        client.ensure_persistent_paths().await.expect("paths");
+        let (config, version) = client
+            .entity_config_versioned("brokers", "<default>")
+            .await
+            .expect("read");
+        assert!(config.is_empty() && version.is_none());
+        let wanted: std::collections::BTreeMap<String, String> =
+            [("log.retention.ms".to_string(), "1000".to_string())].into();
+        let created = client
+            .change_entity_config("brokers", "<default>", &wanted, None)
+            .await
+            .expect("create");
+        assert_eq!(created, "/config/changes/config_change_0000000000");
+        let (data, _) = client.store().get_data(&created).await.expect("notification");
+        assert_eq!(data, br#"{"version":2,"entity_path":"brokers/<default>"}"#);
+        let (config, version) = client
+            .entity_config_versioned("brokers", "<default>")
+            .await
+            .expect("read");
+        assert_eq!(config, wanted);
+        let (data, _) = client
+            .store()
+            .get_data("/config/brokers/<default>")
+            .await
+            .expect("entity");
+        assert_eq!(data, br#"{"version":1,"config":{"log.retention.ms":"1000"}}"#);
+        // A writer holding an old version loses.
+        client
+            .change_entity_config("brokers", "<default>", &Default::default(), version)
+            .await
+            .expect("set");
+        let stale = client
+            .change_entity_config("brokers", "<default>", &wanted, version)
+            .await
+            .expect_err("stale version");
+        assert!(matches!(stale, KafkaZkError::Zk(ZkError::BadVersion { .. })), "{stale}");
+        assert_eq!(
+            client
+                .store()
+                .children(paths::CONFIG_CHANGES)
+                .await
+                .expect("children")
+                .len(),
+            2,
+            "nothing announced for the refused write"
+        );
     }
 
     #[tokio::test]

@@ -2,6 +2,8 @@
 //! hands over decoded requests; each handler turns per-partition failures into error codes in
 //! the response and never fails the request as a whole for one partition's sake.
 
+mod alter_configs;
+mod config_alter;
 mod controller_requests;
 mod create_partitions;
 mod create_topics;
@@ -12,6 +14,7 @@ mod describe_configs;
 mod elect_leaders;
 mod fetch;
 mod groups;
+mod incremental_alter_configs;
 mod init_producer_id;
 mod list_offsets;
 mod metadata;
@@ -141,6 +144,10 @@ impl RequestHandler for KafkaApis {
             )),
             RequestKind::DeleteRecords(r) => Some(ResponseKind::DeleteRecords(delete_records::handle(self, r).await)),
             RequestKind::OffsetDelete(r) => Some(ResponseKind::OffsetDelete(offsets::offset_delete(self, r).await)),
+            RequestKind::AlterConfigs(r) => Some(ResponseKind::AlterConfigs(alter_configs::handle(self, r).await)),
+            RequestKind::IncrementalAlterConfigs(r) => Some(ResponseKind::IncrementalAlterConfigs(
+                incremental_alter_configs::handle(self, r).await,
+            )),
             other => {
                 tracing::warn!(api = ?ctx.api_key, "no handler for a supported API; closing the request without a response");
                 drop(other);

@@ -1,0 +1,448 @@
+//! Kafka's `DynamicConfigManager` over `ZkNodeChangeNotificationListener`: every broker
+//! watches the children of `/config/changes`, processes the `config_change_<seq>`
+//! notifications it has not processed yet in sequence order (all of them at start-up),
+//! remembers the last one processed, deletes notifications older than 15 minutes, and applies
+//! each change without a restart: a topic's `/config/topics/<t>` to that topic's logs, the
+//! broker entities `/config/brokers/<default>` and `/config/brokers/<this id>` (layered on the
+//! static config, [`crate::config::dynamic`]) to the broker-level log defaults of every log.
+//!
+//! The decisions (which notifications, which to purge, which entity a payload names) are pure
+//! functions below; ZooKeeper and the logs are at the edge, in [`run`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::config::{dynamic, KafkaConfig};
+use crate::log::config::LogConfig;
+use crate::log::log_manager::LogManager;
+use crate::types::BrokerId;
+use crate::zk::models::{ConfigChangeNotification, ZNodePayload};
+use crate::zk::paths;
+use crate::zk::store::{WatchEvent, WatchMode, ZkError, ZkStore};
+use crate::zk::KafkaZkClient;
+
+/// Kafka's `changeExpirationMs`: notifications older than this are deleted.
+pub const CHANGE_EXPIRATION_MS: i64 = 15 * 60 * 1000;
+
+/// The name of the default broker entity.
+pub const DEFAULT_ENTITY: &str = "<default>";
+
+/// The sequence number of a `config_change_<seq>` child.
+pub fn sequence_of(child: &str) -> Option<u64> {
+    child.strip_prefix(paths::CONFIG_CHANGE_PREFIX)?.parse().ok()
+}
+
+/// The children to process, in sequence order: those after `last_processed` (all of them when
+/// nothing was processed yet, as at start-up). Names that are not notifications are skipped.
+/// If every child is older than the last processed one, `/config/changes` was re-created
+/// (its sequence counter restarted, e.g. after the tree was lost) and all are new.
+pub fn to_process(children: &[String], last_processed: Option<u64>) -> Vec<(u64, String)> {
+    let mut out: Vec<(u64, String)> = children
+        .iter()
+        .filter_map(|c| sequence_of(c).map(|s| (s, c.clone())))
+        .collect();
+    out.sort();
+    let restarted = out
+        .last()
+        .is_some_and(|(max, _)| last_processed.is_some_and(|last| *max < last));
+    if !restarted {
+        out.retain(|(s, _)| last_processed.is_none_or(|last| *s > last));
+    }
+    out
+}
+
+/// The notifications to delete: created (`ctime`, ms) more than `expiry_ms` before `now_ms`
+/// (Kafka's `purgeObsoleteNotifications`).
+pub fn to_purge(notifications: &[(String, i64)], now_ms: i64, expiry_ms: i64) -> Vec<String> {
+    notifications
+        .iter()
+        .filter(|(_, ctime)| now_ms - ctime > expiry_ms)
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// The entity a notification names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigEntity {
+    Topic(String),
+    /// `brokers/<default>`: the cluster-wide broker config.
+    BrokerDefault,
+    Broker(BrokerId),
+    /// Clients, users, ips: quotas and credentials, which kastle does not apply.
+    Other(String),
+}
+
+/// Reads a notification as `DynamicConfigManager.ConfigChangedNotificationHandler` does: v1
+/// names `entity_type` (topics or clients) and `entity_name`, v2 an `entity_path`.
+pub fn entity_of(n: &ConfigChangeNotification) -> Result<ConfigEntity, String> {
+    let (entity_type, name) = match n.version {
+        1 => match (n.entity_type.as_deref(), n.entity_name.as_deref()) {
+            (Some(t @ ("topics" | "clients")), Some(name)) => (t.to_string(), name.to_string()),
+            _ => return Err("version 1 notifications name topics or clients".into()),
+        },
+        2 => {
+            let path = n
+                .entity_path
+                .as_deref()
+                .ok_or("version 2 notifications name an entity_path")?;
+            match path.split_once('/') {
+                Some((t, name)) if !t.is_empty() && !name.is_empty() => (t.to_string(), name.to_string()),
+                _ => return Err(format!("invalid entity_path {path}")),
+            }
+        }
+        v => return Err(format!("unsupported notification version {v}")),
+    };
+    Ok(match entity_type.as_str() {
+        "topics" => ConfigEntity::Topic(name),
+        "brokers" if name == DEFAULT_ENTITY => ConfigEntity::BrokerDefault,
+        "brokers" => match name.parse() {
+            Ok(id) => ConfigEntity::Broker(BrokerId(id)),
+            Err(_) => return Err(format!("invalid broker entity {name}")),
+        },
+        _ => ConfigEntity::Other(format!("{entity_type}/{name}")),
+    })
+}
+
+/// The broker-level log defaults with the dynamic layers applied: static config <
+/// `<default>` < `<id>`. Entries Kafka would ignore are logged and skipped.
+pub fn broker_log_defaults(
+    static_config: &KafkaConfig,
+    cluster_default: &BTreeMap<String, String>,
+    per_broker: &BTreeMap<String, String>,
+    id: BrokerId,
+) -> LogConfig {
+    let (merged, ignored) = dynamic::merge_layers(cluster_default, per_broker);
+    for (key, why) in ignored {
+        tracing::warn!(%key, %why, "ignoring a dynamic broker config from ZooKeeper");
+    }
+    let entity = if per_broker.is_empty() {
+        paths::config_entity("brokers", DEFAULT_ENTITY)
+    } else {
+        paths::config_entity("brokers", &id.to_string())
+    };
+    match static_config.with_dynamic(&merged, &entity) {
+        Ok(effective) => LogConfig::from_broker(&effective),
+        Err(why) => {
+            tracing::warn!(%why, "the dynamic broker configs do not combine with the static config; keeping the static config");
+            LogConfig::from_broker(static_config)
+        }
+    }
+}
+
+/// What the listener applies changes to.
+#[derive(Debug, Clone)]
+pub struct Targets {
+    pub id: BrokerId,
+    pub static_config: Arc<KafkaConfig>,
+    pub log_manager: Arc<LogManager>,
+}
+
+/// Reads both broker entities and applies the result to every log.
+pub async fn apply_broker_configs<S: ZkStore>(zk: &KafkaZkClient<S>, targets: &Targets) -> Result<(), ZkError> {
+    let read = |name: String| async move {
+        zk.entity_config("brokers", &name).await.map_err(|e| match e {
+            crate::zk::KafkaZkError::Zk(e) => e,
+            other => ZkError::Other {
+                path: paths::config_entity("brokers", &name),
+                reason: other.to_string(),
+            },
+        })
+    };
+    let cluster = read(DEFAULT_ENTITY.to_string()).await?;
+    let broker = read(targets.id.to_string()).await?;
+    tracing::info!(?cluster, ?broker, "applying the dynamic broker configs");
+    let defaults = broker_log_defaults(&targets.static_config, &cluster, &broker, targets.id);
+    let manager = targets.log_manager.clone();
+    // Locks every log in turn (one may be held through a slow write): off the async workers.
+    let _ = tokio::task::spawn_blocking(move || manager.update_broker_defaults(defaults)).await;
+    Ok(())
+}
+
+/// Applies `topic`'s overrides to its logs here (Kafka's `TopicConfigHandler`); a topic this
+/// broker does not host is left alone: its overrides are read when a replica is created, and
+/// recording them now could outlive a deleted topic of the same name.
+async fn apply_topic_config<S: ZkStore>(
+    zk: &KafkaZkClient<S>,
+    targets: &Targets,
+    topic: String,
+) -> Result<(), ZkError> {
+    if !targets.log_manager.hosts_topic(&topic) && !targets.log_manager.knows_topic_config(&topic) {
+        return Ok(());
+    }
+    let overrides = match zk.topic_config(&topic).await {
+        Ok(o) => o,
+        Err(crate::zk::KafkaZkError::Zk(e)) => return Err(e),
+        Err(e) => {
+            tracing::warn!(%topic, error = %e, "unreadable topic config; ignored");
+            return Ok(());
+        }
+    };
+    tracing::info!(%topic, ?overrides, "applying a topic config change");
+    let manager = targets.log_manager.clone();
+    let _ = tokio::task::spawn_blocking(move || manager.update_topic_config(&topic, overrides)).await;
+    Ok(())
+}
+
+/// Processes the notifications after `last`; returns the last one processed. Stops at the
+/// first ZooKeeper failure, so the rest is retried on the next pass.
+async fn process<S: ZkStore>(
+    zk: &KafkaZkClient<S>,
+    targets: &Targets,
+    last: Option<u64>,
+    now_ms: i64,
+) -> Result<Option<u64>, ZkError> {
+    let children = zk.store().children(paths::CONFIG_CHANGES).await?;
+    let mut last = last;
+    for (seq, child) in to_process(&children, last) {
+        let path = paths::child(paths::CONFIG_CHANGES, &child);
+        let data = match zk.store().get_data(&path).await {
+            Ok((data, _)) => data,
+            // Purged by another broker meanwhile: nothing to apply.
+            Err(ZkError::NoNode { .. }) => {
+                last = Some(seq);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        match ConfigChangeNotification::decode(&data)
+            .map_err(|e| e.to_string())
+            .and_then(|n| entity_of(&n))
+        {
+            Ok(ConfigEntity::Topic(topic)) => apply_topic_config(zk, targets, topic).await?,
+            Ok(ConfigEntity::BrokerDefault) => apply_broker_configs(zk, targets).await?,
+            Ok(ConfigEntity::Broker(id)) if id == targets.id => apply_broker_configs(zk, targets).await?,
+            Ok(ConfigEntity::Broker(_)) => {}
+            Ok(ConfigEntity::Other(entity)) => tracing::debug!(%entity, "config change not applied by kastle"),
+            Err(why) => tracing::error!(%path, %why, "ignoring a malformed config change notification"),
+        }
+        last = Some(seq);
+    }
+    purge(zk, &children, now_ms).await;
+    Ok(last)
+}
+
+async fn purge<S: ZkStore>(zk: &KafkaZkClient<S>, children: &[String], now_ms: i64) {
+    let mut seen = Vec::new();
+    for child in children.iter().filter(|c| sequence_of(c).is_some()) {
+        if let Ok(Some(stat)) = zk.store().exists(&paths::child(paths::CONFIG_CHANGES, child)).await {
+            seen.push((child.clone(), stat.ctime));
+        }
+    }
+    for child in to_purge(&seen, now_ms, CHANGE_EXPIRATION_MS) {
+        let path = paths::child(paths::CONFIG_CHANGES, &child);
+        match zk.store().delete(&path, None).await {
+            Ok(()) | Err(ZkError::NoNode { .. }) => tracing::debug!(%path, "purged an old config change notification"),
+            Err(e) => tracing::warn!(%path, error = %e, "cannot purge a config change notification"),
+        }
+    }
+}
+
+/// Runs until `stop`: processes every notification present, then each new one as the child
+/// watch reports it. A failed pass is retried after a second.
+pub async fn run<S: ZkStore + Clone>(zk: KafkaZkClient<S>, targets: Targets, mut stop: watch::Receiver<bool>) {
+    let mut events = loop {
+        match zk.store().watch(paths::CONFIG_CHANGES, WatchMode::Persistent).await {
+            Ok(w) => break w,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch /config/changes yet; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+        }
+    };
+    let mut last = None;
+    let mut pending = true;
+    loop {
+        if pending {
+            match process(&zk, &targets, last, crate::clock::now_ms()).await {
+                Ok(processed) => {
+                    last = processed;
+                    pending = false;
+                }
+                Err(e) => tracing::warn!(error = %e, "config change processing failed; retrying"),
+            }
+        }
+        tokio::select! {
+            event = events.recv() => match event {
+                None => return,
+                Some(WatchEvent::ChildrenChanged { .. } | WatchEvent::Rearmed | WatchEvent::Created { .. }) => pending = true,
+                Some(_) => {}
+            },
+            _ = tokio::time::sleep(Duration::from_secs(1)), if pending => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(ns: &[&str]) -> Vec<String> {
+        ns.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn notifications_after_the_last_processed_go_in_sequence_order() {
+        let children = names(&[
+            "config_change_0000000010",
+            "config_change_0000000002",
+            "stray",
+            "config_change_0000000003",
+        ]);
+        let seqs = |v: Vec<(u64, String)>| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>();
+        assert_eq!(
+            seqs(to_process(&children, None)),
+            [2, 3, 10],
+            "at start-up: all of them"
+        );
+        assert_eq!(seqs(to_process(&children, Some(3))), [10]);
+        assert!(to_process(&children, Some(10)).is_empty());
+        assert_eq!(
+            seqs(to_process(&children, Some(11))),
+            [2, 3, 10],
+            "all older than the last processed: the counter restarted"
+        );
+        assert!(to_process(&[], Some(11)).is_empty());
+    }
+
+    #[test]
+    fn notifications_older_than_fifteen_minutes_are_purged() {
+        let now = 100 * 60 * 1000;
+        let seen = vec![
+            ("config_change_0000000001".to_string(), now - CHANGE_EXPIRATION_MS - 1),
+            ("config_change_0000000002".to_string(), now - CHANGE_EXPIRATION_MS),
+            ("config_change_0000000003".to_string(), now - 5),
+        ];
+        assert_eq!(to_purge(&seen, now, CHANGE_EXPIRATION_MS), ["config_change_0000000001"]);
+    }
+
+    #[test]
+    fn both_notification_versions_name_their_entity() {
+        let v2 = |p: &str| ConfigChangeNotification::v2(p.to_string());
+        assert_eq!(
+            entity_of(&v2("topics/orders")),
+            Ok(ConfigEntity::Topic("orders".into()))
+        );
+        assert_eq!(entity_of(&v2("brokers/<default>")), Ok(ConfigEntity::BrokerDefault));
+        assert_eq!(entity_of(&v2("brokers/2")), Ok(ConfigEntity::Broker(BrokerId(2))));
+        assert_eq!(
+            entity_of(&v2("users/alice/clients/c1")),
+            Ok(ConfigEntity::Other("users/alice/clients/c1".into()))
+        );
+        assert!(entity_of(&v2("brokers/x")).is_err());
+        let v1 = ConfigChangeNotification::decode(br#"{"version":1,"entity_type":"topics","entity_name":"t"}"#)
+            .expect("decodes");
+        assert_eq!(entity_of(&v1), Ok(ConfigEntity::Topic("t".into())));
+        let v1_users = ConfigChangeNotification::decode(br#"{"version":1,"entity_type":"users","entity_name":"u"}"#)
+            .expect("decodes");
+        assert!(entity_of(&v1_users).is_err());
+    }
+
+    /// The edge over the in-memory ZooKeeper: a topic change reaches the hosted topic's logs, a
+    /// broker `<default>` change every log, an unhosted topic is not recorded, and old
+    /// notifications are purged.
+    #[tokio::test]
+    async fn notifications_are_applied_to_the_logs_and_purged() {
+        use crate::log::failure::LogDirFailureChannel;
+        use crate::log::file::Faults;
+        use crate::log::log_manager::{lock, LogManagerConfig};
+        use crate::types::TopicPartition;
+        use crate::zk::fake::FakeZk;
+        let dir = tempfile::tempdir().expect("dir");
+        let cfg = LogManagerConfig {
+            dirs: vec![dir.path().to_path_buf()],
+            clean_dirs: Vec::new(),
+            log: LogConfig::default(),
+            recovery_threads_per_dir: 1,
+        };
+        let manager = Arc::new(LogManager::startup(
+            &cfg,
+            LogDirFailureChannel::new(),
+            Faults::default(),
+            0,
+        ));
+        let tp = TopicPartition {
+            topic: "hosted".into(),
+            partition: 0,
+        };
+        let log = manager.get_or_create_log(&tp, 0).expect("log");
+        let zk = KafkaZkClient::new(FakeZk::new());
+        zk.ensure_persistent_paths().await.expect("paths");
+        let targets = Targets {
+            id: BrokerId(1),
+            static_config: Arc::new(KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181")]).expect("config")),
+            log_manager: manager.clone(),
+        };
+        let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        zk.change_entity_config("topics", "hosted", &set(&[("retention.ms", "5000")]), None)
+            .await
+            .expect("topic");
+        zk.change_entity_config("topics", "elsewhere", &set(&[("retention.ms", "1")]), None)
+            .await
+            .expect("other topic");
+        zk.change_entity_config("brokers", DEFAULT_ENTITY, &set(&[("min.insync.replicas", "2")]), None)
+            .await
+            .expect("default");
+        let last = process(&zk, &targets, None, 0).await.expect("processed");
+        assert_eq!(last, Some(2));
+        let applied = lock(&log).config().clone();
+        assert_eq!((applied.retention_ms, applied.min_insync_replicas), (5000, 2));
+        assert_eq!(manager.min_insync_replicas("hosted"), 2);
+        assert!(
+            !manager.knows_topic_config("elsewhere"),
+            "an unhosted topic is not recorded"
+        );
+        // Nothing new: nothing processed again; all three are older than 15 minutes later on.
+        assert_eq!(process(&zk, &targets, last, 0).await.expect("again"), last);
+        assert_eq!(
+            zk.store()
+                .children(paths::CONFIG_CHANGES)
+                .await
+                .expect("children")
+                .len(),
+            3
+        );
+        process(&zk, &targets, last, CHANGE_EXPIRATION_MS + 1)
+            .await
+            .expect("purge");
+        assert!(zk
+            .store()
+            .children(paths::CONFIG_CHANGES)
+            .await
+            .expect("children")
+            .is_empty());
+    }
+
+    #[test]
+    fn a_broker_value_overrides_the_default_which_overrides_the_static_config() {
+        let static_config = KafkaConfig::from_pairs(&[
+            ("zookeeper.connect", "zk:2181"),
+            ("log.retention.ms", "1000"),
+            ("min.insync.replicas", "1"),
+        ])
+        .expect("config");
+        let p = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let none = BTreeMap::new();
+        let id = BrokerId(1);
+        assert_eq!(broker_log_defaults(&static_config, &none, &none, id).retention_ms, 1000);
+        let cluster = p(&[("log.retention.ms", "2000"), ("min.insync.replicas", "2")]);
+        let c = broker_log_defaults(&static_config, &cluster, &none, id);
+        assert_eq!((c.retention_ms, c.min_insync_replicas), (2000, 2));
+        let broker = p(&[("log.retention.ms", "3000")]);
+        let c = broker_log_defaults(&static_config, &cluster, &broker, id);
+        assert_eq!((c.retention_ms, c.min_insync_replicas), (3000, 2));
+        // A non-dynamic key in ZooKeeper changes nothing.
+        let c = broker_log_defaults(&static_config, &p(&[("log.retention.hours", "1")]), &none, id);
+        assert_eq!(c.retention_ms, 1000);
+    }
+}
