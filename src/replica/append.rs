@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::sync::oneshot;
 
 use super::partition::Partition;
-use super::purgatory::{ProduceWatch, Purgatory};
+use super::purgatory::{Parked, ProduceWatch, Purgatory};
 use super::replica_manager::ReplicaManager;
 use crate::log::log::LogAppendInfo;
 use crate::protocol::error_codes as ec;
@@ -79,6 +80,12 @@ impl From<&LogAppendInfo> for AppendedInfo {
 /// Appends on the I/O executor: per partition, the append's outcome (with its leader epoch).
 type Outcomes = Vec<(Option<Arc<Partition>>, Result<(LogAppendInfo, i32), i16>)>;
 
+/// What the I/O executor hands back: the outcomes and, for acks=-1, the produce already parked.
+struct AppendPass {
+    outcomes: Outcomes,
+    parked: Option<(Parked, oneshot::Receiver<Vec<ProduceWatch>>)>,
+}
+
 impl ReplicaManager {
     /// Kafka's `appendRecords`: `acks` -1, 0 or 1 (anything else: INVALID_REQUIRED_ACKS for every
     /// partition), `timeout_ms` how long an acks=-1 produce waits for the ISR. One result per
@@ -111,14 +118,17 @@ impl ReplicaManager {
             );
         }
         let min_isr = self.min_insync_replicas();
+        // Fixed at append time, as Kafka's DelayedProduce takes its deadline when created.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
         let mut tps = Vec::with_capacity(entries.len());
         let mut work: Vec<(Option<Arc<Partition>>, Bytes)> = Vec::with_capacity(entries.len());
         for e in entries {
             work.push((self.partition(&e.tp), e.records));
             tps.push(e.tp);
         }
-        let appended = match run_blocking(move || append_all(work, acks, min_isr)).await {
-            Ok(appended) => appended,
+        let purgatory = Arc::clone(self.purgatory());
+        let pass = match run_blocking(move || append_all(&purgatory, work, acks, min_isr)).await {
+            Ok(pass) => pass,
             Err(code) => {
                 return Appended::Done(
                     tps.into_iter()
@@ -131,29 +141,16 @@ impl ReplicaManager {
                 )
             }
         };
-        let mut results = Vec::with_capacity(appended.len());
-        let mut waits = Vec::new();
-        for ((partition, outcome), tp) in appended.into_iter().zip(tps) {
-            let result = match (partition, outcome) {
-                (Some(partition), Ok((info, epoch))) => {
-                    let status = partition.produce_status(min_isr);
-                    self.purgatory().on_append(
-                        &partition.tp,
-                        info.last_offset + 1,
-                        info.bytes as u64,
-                        &status,
-                        info.first_offset,
-                    );
-                    let tp = partition.tp.clone();
-                    if acks == -1 {
-                        waits.push((results.len(), partition, info.last_offset + 1, epoch));
-                    }
-                    AppendResult {
-                        tp,
-                        error: ec::NONE,
-                        info: Some(AppendedInfo::from(&info)),
-                    }
-                }
+        let results: Vec<AppendResult> = pass
+            .outcomes
+            .into_iter()
+            .zip(tps)
+            .map(|((partition, outcome), tp)| match (partition, outcome) {
+                (Some(_), Ok((info, _))) => AppendResult {
+                    tp,
+                    error: ec::NONE,
+                    info: Some(AppendedInfo::from(&info)),
+                },
                 (_, Err(code)) => AppendResult {
                     tp,
                     error: code,
@@ -164,71 +161,80 @@ impl ReplicaManager {
                     error: ec::UNKNOWN_TOPIC_OR_PARTITION,
                     info: None,
                 },
-            };
-            results.push(result);
-        }
-        if waits.is_empty() {
-            return Appended::Done(results);
-        }
-        Appended::Waiting(Box::pin(self.wait_for_replication(results, waits, timeout_ms, min_isr)))
-    }
-
-    /// The DelayedProduce: parks now (so the deadline and the first check are taken at append
-    /// time); the future completes when every waited partition is decided or `timeout_ms`
-    /// passes (REQUEST_TIMED_OUT for those still pending).
-    fn wait_for_replication(
-        &self,
-        mut results: Vec<AppendResult>,
-        waits: Vec<(usize, Arc<Partition>, i64, i32)>,
-        timeout_ms: i32,
-        min_isr: i32,
-    ) -> impl Future<Output = Vec<AppendResult>> + Send + 'static {
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
-        let watches = waits
-            .iter()
-            .map(|(_, p, required_offset, leader_epoch)| ProduceWatch {
-                tp: p.tp.clone(),
-                required_offset: *required_offset,
-                leader_epoch: *leader_epoch,
-                outcome: None,
             })
             .collect();
-        let purgatory: Arc<Purgatory> = Arc::clone(self.purgatory());
-        let (parked, mut rx) = purgatory.watch_produce(watches);
-        // Checked once the watch is in place, so an HW move that raced the append counts.
-        for (_, partition, _, _) in &waits {
-            purgatory.on_status(&partition.tp, &partition.produce_status(min_isr));
-        }
-        let indexes: Vec<usize> = waits.iter().map(|(index, _, _, _)| *index).collect();
-        async move {
-            let outcomes = match tokio::time::timeout_at(deadline, &mut rx).await {
-                Ok(outcomes) => outcomes.unwrap_or_default(),
-                Err(_) => match purgatory.take_produce(&parked) {
-                    Some(outcomes) => outcomes,
-                    // Completed just as it expired: its answer is already sent.
-                    None => rx.await.unwrap_or_default(),
-                },
-            };
-            drop(parked);
-            for (i, index) in indexes.into_iter().enumerate() {
-                let code = outcomes.get(i).and_then(|w| w.outcome).unwrap_or(ec::REQUEST_TIMED_OUT);
-                results[index].error = code;
-            }
-            results
+        match pass.parked {
+            None => Appended::Done(results),
+            Some((parked, rx)) => Appended::Waiting(Box::pin(wait_for_replication(results, parked, rx, deadline))),
         }
     }
 }
 
-fn append_all(work: Vec<(Option<Arc<Partition>>, Bytes)>, acks: i16, min_isr: i32) -> Outcomes {
-    work.into_iter()
+/// The DelayedProduce, parked on the I/O executor right after the append: completes when every
+/// waited partition is decided or the deadline passes (REQUEST_TIMED_OUT for those still
+/// pending). Only the purgatory's lock is taken here, never a partition's.
+async fn wait_for_replication(
+    mut results: Vec<AppendResult>,
+    parked: Parked,
+    mut rx: oneshot::Receiver<Vec<ProduceWatch>>,
+    deadline: tokio::time::Instant,
+) -> Vec<AppendResult> {
+    let outcomes = match tokio::time::timeout_at(deadline, &mut rx).await {
+        Ok(outcomes) => outcomes.unwrap_or_default(),
+        Err(_) => match parked.purgatory().take_produce(&parked) {
+            Some(outcomes) => outcomes,
+            // Completed just as it expired: its answer is already sent.
+            None => rx.await.unwrap_or_default(),
+        },
+    };
+    drop(parked);
+    // The watches are in result order, one per successful append.
+    let mut outcomes = outcomes.into_iter();
+    for result in results.iter_mut().filter(|r| r.info.is_some()) {
+        let code = outcomes.next().and_then(|w| w.outcome).unwrap_or(ec::REQUEST_TIMED_OUT);
+        result.error = code;
+    }
+    results
+}
+
+/// On the I/O executor: appends each partition, tells the purgatory (taking each partition's
+/// status here, where waiting for its lock behind a slow disk is harmless), and for acks=-1
+/// parks the produce and checks it once the watch is in place, so an HW move that raced the
+/// append counts.
+fn append_all(purgatory: &Arc<Purgatory>, work: Vec<(Option<Arc<Partition>>, Bytes)>, acks: i16, min_isr: i32) -> AppendPass {
+    let mut watches = Vec::new();
+    let mut waited = Vec::new();
+    let outcomes: Outcomes = work
+        .into_iter()
         .map(|(partition, records)| {
             let outcome = match &partition {
                 None => Err(ec::UNKNOWN_TOPIC_OR_PARTITION),
                 Some(p) => p.append_as_leader(&records, acks, min_isr, crate::clock::now_ms()),
             };
+            if let (Some(p), Ok((info, epoch))) = (&partition, &outcome) {
+                let status = p.produce_status(min_isr);
+                purgatory.on_append(&p.tp, info.last_offset + 1, info.bytes as u64, &status, info.first_offset);
+                if acks == -1 {
+                    watches.push(ProduceWatch {
+                        tp: p.tp.clone(),
+                        required_offset: info.last_offset + 1,
+                        leader_epoch: *epoch,
+                        outcome: None,
+                    });
+                    waited.push(Arc::clone(p));
+                }
+            }
             (partition, outcome)
         })
-        .collect()
+        .collect();
+    let parked = (!watches.is_empty()).then(|| {
+        let parked = purgatory.watch_produce(watches);
+        for p in &waited {
+            purgatory.on_status(&p.tp, &p.produce_status(min_isr));
+        }
+        parked
+    });
+    AppendPass { outcomes, parked }
 }
 
 /// Runs disk work on the blocking I/O executor; a panic there is an internal error.

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::append::run_blocking;
 use super::partition::{IsrProposal, Partition};
-use super::purgatory::{FetchBound, FetchWatch};
+use super::purgatory::{FetchBound, FetchWatch, Purgatory};
 use super::replica_manager::ReplicaManager;
 use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
@@ -76,11 +76,13 @@ impl FetchPartitionResult {
     }
 }
 
-/// One read pass: results, ISR proposals to submit, partitions whose HW this read moved.
+/// One read pass: results, ISR proposals to submit, and per partition the purgatory's
+/// (generation, position) taken before its read: bytes appended while it runs count as new (at
+/// worst a spurious wake-up and one more read), never as missed.
 struct ReadPass {
     results: Vec<FetchPartitionResult>,
     proposals: Vec<IsrProposal>,
-    hw_moved: Vec<Arc<Partition>>,
+    starts: Vec<(u64, u64)>,
 }
 
 impl ReplicaManager {
@@ -103,27 +105,11 @@ impl ReplicaManager {
         let hosted: Vec<Option<Arc<Partition>>> = partitions.iter().map(|p| self.partition(&p.tp)).collect();
         let partitions = Arc::new(partitions);
         loop {
-            // Positions before the read: bytes appended while it runs count as new (at worst
-            // a spurious wake-up and one more read), never as missed.
-            let starts: Vec<(u64, u64)> = hosted
-                .iter()
-                .zip(partitions.iter())
-                .map(|(p, w)| match p {
-                    Some(p) => {
-                        let at = self.purgatory().positions(&w.tp, || p.offsets());
-                        (at.generation, at.position(bound))
-                    }
-                    None => (0, 0),
-                })
-                .collect();
-            let pass = self.read_pass(&params, &hosted, &partitions).await;
+            let pass = self.read_pass(&params, &hosted, &partitions, bound).await;
             for proposal in pass.proposals {
                 self.submit_isr_change(proposal);
             }
-            for p in &pass.hw_moved {
-                self.purgatory()
-                    .on_status(&p.tp, &p.produce_status(self.min_insync_replicas()));
-            }
+            let starts = pass.starts;
             let results = pass.results;
             let total: usize = results.iter().map(FetchPartitionResult::size).sum();
             let errors = results.iter().any(|r| r.error != ec::NONE);
@@ -159,24 +145,31 @@ impl ReplicaManager {
         params: &FetchParams,
         hosted: &[Option<Arc<Partition>>],
         partitions: &Arc<Vec<FetchPartition>>,
+        bound: FetchBound,
     ) -> ReadPass {
         let hosted = hosted.to_vec();
         let wanted = partitions.clone();
         let params = params.clone();
         let min_isr = self.min_insync_replicas();
+        let purgatory = Arc::clone(self.purgatory());
         let n = wanted.len();
-        run_blocking(move || read_all(&params, &hosted, &wanted, min_isr))
+        run_blocking(move || read_all(&purgatory, &params, bound, &hosted, &wanted, min_isr))
             .await
             .unwrap_or_else(|code| ReadPass {
                 results: vec![FetchPartitionResult::error(code); n],
                 proposals: Vec::new(),
-                hw_moved: Vec::new(),
+                starts: vec![(0, 0); n],
             })
     }
 }
 
+/// On the I/O executor: everything that may wait for a partition's lock (and so for its disk)
+/// happens here — the purgatory's starting positions, the reads, and the produce status of
+/// partitions whose HW a follower's read moved.
 fn read_all(
+    purgatory: &Purgatory,
     params: &FetchParams,
+    bound: FetchBound,
     hosted: &[Option<Arc<Partition>>],
     wanted: &[FetchPartition],
     min_isr: i32,
@@ -189,15 +182,24 @@ fn read_all(
     let mut pass = ReadPass {
         results: Vec::with_capacity(wanted.len()),
         proposals: Vec::new(),
-        hw_moved: Vec::new(),
+        starts: Vec::with_capacity(wanted.len()),
     };
+    let mut hw_moved = Vec::new();
     for (partition, w) in hosted.iter().zip(wanted) {
-        let result = match partition {
-            None => FetchPartitionResult::error(ec::UNKNOWN_TOPIC_OR_PARTITION),
-            Some(partition) => read_one(params, partition, w, budget, min_isr, &mut pass),
+        let (start, result) = match partition {
+            None => ((0, 0), FetchPartitionResult::error(ec::UNKNOWN_TOPIC_OR_PARTITION)),
+            Some(partition) => {
+                let at = purgatory.positions(&w.tp, || partition.offsets());
+                let start = (at.generation, at.position(bound));
+                (start, read_one(params, partition, w, budget, min_isr, &mut pass, &mut hw_moved))
+            }
         };
         budget = budget.saturating_sub(result.size());
+        pass.starts.push(start);
         pass.results.push(result);
+    }
+    for p in hw_moved {
+        purgatory.on_status(&p.tp, &p.produce_status(min_isr));
     }
     pass
 }
@@ -209,6 +211,7 @@ fn read_one(
     budget: usize,
     min_isr: i32,
     pass: &mut ReadPass,
+    hw_moved: &mut Vec<Arc<Partition>>,
 ) -> FetchPartitionResult {
     if let Err(code) = partition.check_leader_epoch(w.current_leader_epoch) {
         return FetchPartitionResult::error(code);
@@ -233,7 +236,7 @@ fn read_one(
                     // This fetch moved the HW: acks=all produces and consumers waiting on it go
                     // now, not when this fetch itself returns (up to replica.fetch.wait.max.ms later).
                     if read.high_watermark > hw_before {
-                        pass.hw_moved.push(partition.clone());
+                        hw_moved.push(partition.clone());
                     }
                     read
                 })

@@ -313,6 +313,13 @@ pub struct Parked {
     kind: Kind,
 }
 
+impl Parked {
+    /// The purgatory it is parked in.
+    pub fn purgatory(&self) -> &Arc<Purgatory> {
+        &self.purgatory
+    }
+}
+
 impl Drop for Parked {
     fn drop(&mut self) {
         let mut state = self.purgatory.lock();
