@@ -105,7 +105,12 @@ impl ReplicaManager {
         let hosted: Vec<Option<Arc<Partition>>> = partitions.iter().map(|p| self.partition(&p.tp)).collect();
         let partitions = Arc::new(partitions);
         loop {
-            let pass = self.read_pass(&params, &hosted, &partitions, bound).await;
+            // Caught-up consumers (the long-polling idle case) are answered from memory; any
+            // read that may touch the disk, or wait for a lock, goes to the I/O executor.
+            let pass = match params.replica.is_none().then(|| self.read_caught_up(&hosted, &partitions, bound)) {
+                Some(Some(pass)) => pass,
+                _ => self.read_pass(&params, &hosted, &partitions, bound).await,
+            };
             for proposal in pass.proposals {
                 self.submit_isr_change(proposal);
             }
@@ -137,6 +142,43 @@ impl ReplicaManager {
             let _ = tokio::time::timeout_at(deadline, rx).await;
             drop(parked);
         }
+    }
+
+    /// Every partition read by [`Partition::try_read_caught_up`] (try-locks only, no syscall:
+    /// what an async worker may do), or `None` if any partition needs the disk, has a busy
+    /// lock, or is not yet tracked by the purgatory.
+    fn read_caught_up(
+        &self,
+        hosted: &[Option<Arc<Partition>>],
+        wanted: &[FetchPartition],
+        bound: FetchBound,
+    ) -> Option<ReadPass> {
+        let mut results = Vec::with_capacity(wanted.len());
+        let mut starts = Vec::with_capacity(wanted.len());
+        for (partition, w) in hosted.iter().zip(wanted) {
+            // Taken before the read, as on the I/O executor.
+            let at = self.purgatory().known_positions(&w.tp)?;
+            let read = partition
+                .as_ref()?
+                .try_read_caught_up(w.fetch_offset, w.current_leader_epoch)?;
+            starts.push((at.generation, at.position(bound)));
+            results.push(match read {
+                Ok(read) => FetchPartitionResult {
+                    error: ec::NONE,
+                    high_watermark: read.high_watermark,
+                    last_stable_offset: read.high_watermark,
+                    log_start_offset: read.log_start_offset,
+                    records: read.records,
+                    diverging_epoch: None,
+                },
+                Err(code) => FetchPartitionResult::error(code),
+            });
+        }
+        Some(ReadPass {
+            results,
+            proposals: Vec::new(),
+            starts,
+        })
     }
 
     /// Reads every partition on the I/O executor, sharing the response byte budget in order.

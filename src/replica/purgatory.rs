@@ -340,6 +340,11 @@ impl Purgatory {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The partition's positions if it is tracked already (no partition lock needed).
+    pub fn known_positions(&self, tp: &TopicPartition) -> Option<PartitionPositions> {
+        self.lock().partitions.get(tp).and_then(|w| w.positions.clone())
+    }
+
     /// The partition's positions, starting tracking at `init()` = (HW, LEO) if not yet tracked.
     pub fn positions(&self, tp: &TopicPartition, init: impl FnOnce() -> (i64, i64)) -> PartitionPositions {
         if let Some(known) = self.lock().partitions.get(tp).and_then(|w| w.positions.clone()) {
