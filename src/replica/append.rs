@@ -201,7 +201,12 @@ async fn wait_for_replication(
 /// status here, where waiting for its lock behind a slow disk is harmless), and for acks=-1
 /// parks the produce and checks it once the watch is in place, so an HW move that raced the
 /// append counts.
-fn append_all(purgatory: &Arc<Purgatory>, work: Vec<(Option<Arc<Partition>>, Bytes)>, acks: i16, min_isr: i32) -> AppendPass {
+fn append_all(
+    purgatory: &Arc<Purgatory>,
+    work: Vec<(Option<Arc<Partition>>, Bytes)>,
+    acks: i16,
+    min_isr: i32,
+) -> AppendPass {
     let mut watches = Vec::new();
     let mut waited = Vec::new();
     let outcomes: Outcomes = work
@@ -213,7 +218,13 @@ fn append_all(purgatory: &Arc<Purgatory>, work: Vec<(Option<Arc<Partition>>, Byt
             };
             if let (Some(p), Ok((info, epoch))) = (&partition, &outcome) {
                 let status = p.produce_status(min_isr);
-                purgatory.on_append(&p.tp, info.last_offset + 1, info.bytes as u64, &status, info.first_offset);
+                purgatory.on_append(
+                    &p.tp,
+                    info.last_offset + 1,
+                    info.bytes as u64,
+                    &status,
+                    info.first_offset,
+                );
                 if acks == -1 {
                     watches.push(ProduceWatch {
                         tp: p.tp.clone(),
@@ -264,4 +275,52 @@ pub(super) async fn run_blocking<T: Send + 'static>(work: impl FnOnce() -> T + S
         tracing::error!(error = %e, "disk work failed on the I/O executor");
         ec::UNKNOWN_SERVER_ERROR
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::run_blocking;
+
+    /// On the multi-threaded runtime the work runs on the calling thread (no round trip through
+    /// another thread and back), yet a slow one does not hold up other tasks, even with a single
+    /// worker: that worker's role moves to another thread meanwhile.
+    #[test]
+    fn disk_work_runs_in_place_without_holding_up_other_tasks() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let ticker = tokio::spawn(async {
+                let mut ticks = 0u32;
+                let started = Instant::now();
+                while started.elapsed() < Duration::from_millis(300) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    ticks += 1;
+                }
+                ticks
+            });
+            let (caller, worker) = tokio::spawn(async {
+                let caller = std::thread::current().id();
+                let worker = run_blocking(|| {
+                    std::thread::sleep(Duration::from_millis(400)); // a stalled disk
+                    std::thread::current().id()
+                })
+                .await
+                .expect("ran");
+                (caller, worker)
+            })
+            .await
+            .expect("task");
+            assert_eq!(caller, worker, "the work ran in place");
+            let ticks = ticker.await.expect("ticker");
+            assert!(
+                ticks >= 20,
+                "other tasks ran meanwhile ({ticks} ticks of 5 ms in 300 ms)"
+            );
+        });
+    }
 }

@@ -107,7 +107,11 @@ impl ReplicaManager {
         loop {
             // Caught-up consumers (the long-polling idle case) are answered from memory; any
             // read that may touch the disk, or wait for a lock, goes to the I/O executor.
-            let pass = match params.replica.is_none().then(|| self.read_caught_up(&hosted, &partitions, bound)) {
+            let pass = match params
+                .replica
+                .is_none()
+                .then(|| self.read_caught_up(&hosted, &partitions, bound))
+            {
                 Some(Some(pass)) => pass,
                 _ => self.read_pass(&params, &hosted, &partitions, bound).await,
             };
@@ -233,7 +237,10 @@ fn read_all(
             Some(partition) => {
                 let at = purgatory.positions(&w.tp, || partition.offsets());
                 let start = (at.generation, at.position(bound));
-                (start, read_one(params, partition, w, budget, min_isr, &mut pass, &mut hw_moved))
+                (
+                    start,
+                    read_one(params, partition, w, budget, min_isr, &mut pass, &mut hw_moved),
+                )
             }
         };
         budget = budget.saturating_sub(result.size());
