@@ -1,12 +1,13 @@
 //! `ReplicaManager::append_records` (Kafka's `appendRecords`): appends each partition's batches
-//! as leader on the blocking I/O executor, tells the purgatory what moved (waking only the
-//! fetches parked on those partitions), and for acks=-1 parks the produce as a `DelayedProduce`
-//! until the high watermark passes every appended offset, the leadership changes, the ISR drops
-//! below min.insync.replicas, or the timeout passes. Producers and the group coordinator's
-//! writes to `__consumer_offsets` both come through here. [`ReplicaManager::append_records_then_wait`]
-//! returns once the records are appended, with the wait as a future that owns what it needs, so
-//! the connection can serve its next request while an acks=all produce waits for its followers.
-
+//! as leader off the async workers (`run_blocking`), tells the purgatory what moved (waking
+//! only the fetches parked on those partitions), and for acks=-1 parks the produce as a
+//! `DelayedProduce` until the high watermark passes every appended offset, the leadership
+//! changes, the ISR drops below min.insync.replicas, or the timeout passes. Everything that
+//! takes a partition's lock happens there too, since an append stuck in a slow disk may hold
+//! it. Producers and the group coordinator's writes to `__consumer_offsets` both come through
+//! here. [`ReplicaManager::append_records_then_wait`] returns once the records are appended,
+//! with the wait as a future that owns what it needs, so the connection can serve its next
+//! request while an acks=all produce waits for its followers.
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

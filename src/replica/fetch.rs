@@ -1,11 +1,11 @@
-//! `ReplicaManager::fetch_messages` (Kafka's `fetchMessages`): reads each partition on the
-//! blocking I/O executor — consumers up to the high watermark, follower replicas up to the log
-//! end — with per-partition and response byte limits and at least one whole batch (KIP-74). A
-//! follower's read records its progress, which may move the HW: the produces and consumer
-//! fetches parked on that partition are completed from here, as Kafka does. While fewer than
-//! `min_bytes` are available the fetch parks in the purgatory as a `DelayedFetch`, woken only by
-//! events on its own partitions, until `max_wait_ms`.
-
+//! `ReplicaManager::fetch_messages` (Kafka's `fetchMessages`): reads each partition off the
+//! async workers (a caught-up consumer is answered from memory with try-locks) — consumers up
+//! to the high watermark, follower replicas up to the log end — with per-partition and
+//! response byte limits and at least one whole batch (KIP-74). A follower's read records its
+//! progress, which may move the HW: the produces and consumer fetches parked on that partition
+//! are completed from here, as Kafka does. While fewer than `min_bytes` are available the
+//! fetch parks in the purgatory as a `DelayedFetch`, woken only by events on its own
+//! partitions, until `max_wait_ms`.
 use std::sync::Arc;
 use std::time::Duration;
 

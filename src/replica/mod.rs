@@ -5,9 +5,10 @@
 //! [`isr_writer`] writes leaders' ISR changes to ZooKeeper and announces them;
 //! [`state_watch`] applies newer leader epochs found in the state znodes. Producers' and the
 //! group coordinator's appends go through [`append`] (`append_records`), consumers' and
-//! followers' reads through [`fetch`] (`fetch_messages`), both doing their disk work on the
-//! blocking I/O executor; what waits for replication or data parks in [`purgatory`], keyed by
-//! partition.
+//! followers' reads through [`fetch`] (`fetch_messages`), both doing their disk work (and
+//! anything that may wait for a partition's lock) off the async workers: in place, with the
+//! thread's worker role handed over first (`append::run_blocking`). What waits for replication
+//! or data parks in [`purgatory`], keyed by partition.
 
 pub mod append;
 pub mod fetch;
