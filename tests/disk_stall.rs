@@ -30,8 +30,11 @@ const ANSWER_WITHIN: Duration = Duration::from_millis(50);
 /// late: seen up to 170 ms at a load average of 21); none may come near the stall itself.
 const LATE_PER_MILLE: usize = 50;
 const NEVER_LATER_THAN: Duration = Duration::from_millis(400);
-/// Connections producing into the stalled dir at once (more than the runtime's workers).
-const PRODUCERS: usize = 3;
+/// Connections producing into the stalled dir at once (more than the runtime's workers). Their
+/// appends queue on the partition one after the other; with four, each append that finishes
+/// meets the next one holding the partition's lock through its stalled write, which is where an
+/// async worker that takes that lock after its append (to tell the purgatory) would block.
+const PRODUCERS: usize = 4;
 
 fn produce_request() -> ProduceRequest {
     let batch = build_batch(0, -1, &[(None, Some(&b"slow disk"[..]))], kastle::clock::now_ms());
@@ -98,12 +101,12 @@ async fn a_stalled_log_dir_delays_neither_other_connections_nor_the_zookeeper_se
     for mut wire in producers {
         produces.spawn(async move { first_error(&wire.send(&produce_request(), 7).await) });
     }
-    // Probe through the first stalled write and into the second (the produces queue on the
+    // Probe through the first two stalled writes and into the third (the produces queue on the
     // partition one after the other).
     let mut latencies = Vec::new();
     let mut pace = tokio::time::interval(Duration::from_millis(20));
     let mut answered = tokio::time::Instant::now();
-    while started.elapsed() < STALL + STALL / 4 {
+    while started.elapsed() < STALL * 2 + STALL / 4 {
         // Counted from when the probe was due: a frozen runtime (the broker's is this test's)
         // delays the sending too, as it would a client's request sitting in the socket.
         // From the later of when it was due and when the previous answer came, so one late

@@ -70,6 +70,19 @@ pub fn lock(log: &SharedLog) -> LogGuard<'_> {
     LogGuard { guard }
 }
 
+/// Locks a log only if nobody holds it (an async worker must not wait behind an append that
+/// may be stuck in a slow disk); `None` when it is busy.
+pub fn try_lock(log: &SharedLog) -> Option<LogGuard<'_>> {
+    let guard = match log.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    #[cfg(debug_assertions)]
+    LOG_LOCKS_HELD.with(|n| n.set(n.get() + 1));
+    Some(LogGuard { guard })
+}
+
 /// Debug builds: panics if this thread holds a log lock, since `what` (a partition or registry
 /// lock) comes before every log lock. Release builds: nothing.
 #[inline]

@@ -1,22 +1,24 @@
 //! `ReplicaManager::append_records` (Kafka's `appendRecords`): appends each partition's batches
-//! as leader on the blocking I/O executor, tells the purgatory what moved (waking only the
-//! fetches parked on those partitions), and for acks=-1 parks the produce as a `DelayedProduce`
-//! until the high watermark passes every appended offset, the leadership changes, the ISR drops
-//! below min.insync.replicas, or the timeout passes. Producers and the group coordinator's
-//! writes to `__consumer_offsets` both come through here. [`ReplicaManager::append_records_then_wait`]
-//! returns once the records are appended, with the wait as a future that owns what it needs, so
-//! the connection can serve its next request while an acks=all produce waits for its followers.
-
+//! as leader off the async workers (`run_blocking`), tells the purgatory what moved (waking
+//! only the fetches parked on those partitions), and for acks=-1 parks the produce as a
+//! `DelayedProduce` until the high watermark passes every appended offset, the leadership
+//! changes, the ISR drops below min.insync.replicas, or the timeout passes. Everything that
+//! takes a partition's lock happens there too, since an append stuck in a slow disk may hold
+//! it. Producers and the group coordinator's writes to `__consumer_offsets` both come through
+//! here. [`ReplicaManager::append_records_then_wait`] returns once the records are appended,
+//! with the wait as a future that owns what it needs, so the connection can serve its next
+//! request while an acks=all produce waits for its followers.
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::sync::oneshot;
 
 use super::error::ReplicaError;
 use super::partition::Partition;
-use super::purgatory::{ProduceWatch, Purgatory};
+use super::purgatory::{Parked, ProduceWatch, Purgatory};
 use super::replica_manager::ReplicaManager;
 use crate::log::log::LogAppendInfo;
 use crate::types::TopicPartition;
@@ -78,7 +80,13 @@ impl From<&LogAppendInfo> for AppendedInfo {
 }
 
 /// Appends on the I/O executor: per partition, the append's outcome (with its leader epoch).
-type Outcomes = Vec<(Option<Arc<Partition>>, Result<(LogAppendInfo, i32), ReplicaError>, i32)>;
+type Outcomes = Vec<(Option<Arc<Partition>>, Result<(LogAppendInfo, i32), ReplicaError>)>;
+
+/// What the I/O executor hands back: the outcomes and, for acks=-1, the produce already parked.
+struct AppendPass {
+    outcomes: Outcomes,
+    parked: Option<(Parked, oneshot::Receiver<Vec<ProduceWatch>>)>,
+}
 
 impl ReplicaManager {
     /// Kafka's `appendRecords`: `acks` -1, 0 or 1 (anything else: INVALID_REQUIRED_ACKS for every
@@ -111,6 +119,8 @@ impl ReplicaManager {
                     .collect(),
             );
         }
+        // Fixed at append time, as Kafka's DelayedProduce takes its deadline when created.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
         let mut tps = Vec::with_capacity(entries.len());
         let mut work: Vec<(Option<Arc<Partition>>, Bytes, i32)> = Vec::with_capacity(entries.len());
         for e in entries {
@@ -118,8 +128,9 @@ impl ReplicaManager {
             work.push((self.partition(&e.tp), e.records, self.min_insync_replicas(&e.tp)));
             tps.push(e.tp);
         }
-        let appended = match run_blocking(move || append_all(work, acks)).await {
-            Ok(appended) => appended,
+        let purgatory = Arc::clone(self.purgatory());
+        let pass = match run_blocking(move || append_all(&purgatory, work, acks)).await {
+            Ok(pass) => pass,
             Err(error) => {
                 return Appended::Done(
                     tps.into_iter()
@@ -132,29 +143,16 @@ impl ReplicaManager {
                 )
             }
         };
-        let mut results = Vec::with_capacity(appended.len());
-        let mut waits = Vec::new();
-        for ((partition, outcome, min_isr), tp) in appended.into_iter().zip(tps) {
-            let result = match (partition, outcome) {
-                (Some(partition), Ok((info, epoch))) => {
-                    let status = partition.produce_status(min_isr);
-                    self.purgatory().on_append(
-                        &partition.tp,
-                        info.last_offset + 1,
-                        info.bytes as u64,
-                        &status,
-                        info.first_offset,
-                    );
-                    let tp = partition.tp.clone();
-                    if acks == -1 {
-                        waits.push((results.len(), partition, info.last_offset + 1, epoch, min_isr));
-                    }
-                    AppendResult {
-                        tp,
-                        error: None,
-                        info: Some(AppendedInfo::from(&info)),
-                    }
-                }
+        let results: Vec<AppendResult> = pass
+            .outcomes
+            .into_iter()
+            .zip(tps)
+            .map(|((partition, outcome), tp)| match (partition, outcome) {
+                (Some(_), Ok((info, _))) => AppendResult {
+                    tp,
+                    error: None,
+                    info: Some(AppendedInfo::from(&info)),
+                },
                 (_, Err(error)) => AppendResult {
                     tp,
                     error: Some(error),
@@ -165,78 +163,163 @@ impl ReplicaManager {
                     error: Some(ReplicaError::UnknownTopicOrPartition),
                     info: None,
                 },
-            };
-            results.push(result);
-        }
-        if waits.is_empty() {
-            return Appended::Done(results);
-        }
-        Appended::Waiting(Box::pin(self.wait_for_replication(results, waits, timeout_ms)))
-    }
-
-    /// The DelayedProduce: parks now (so the deadline and the first check are taken at append
-    /// time); the future completes when every waited partition is decided or `timeout_ms`
-    /// passes (REQUEST_TIMED_OUT for those still pending).
-    fn wait_for_replication(
-        &self,
-        mut results: Vec<AppendResult>,
-        waits: Vec<(usize, Arc<Partition>, i64, i32, i32)>,
-        timeout_ms: i32,
-    ) -> impl Future<Output = Vec<AppendResult>> + Send + 'static {
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
-        let watches = waits
-            .iter()
-            .map(|(_, p, required_offset, leader_epoch, _)| ProduceWatch {
-                tp: p.tp.clone(),
-                required_offset: *required_offset,
-                leader_epoch: *leader_epoch,
-                outcome: None,
             })
             .collect();
-        let purgatory: Arc<Purgatory> = Arc::clone(self.purgatory());
-        let (parked, mut rx) = purgatory.watch_produce(watches);
-        // Checked once the watch is in place, so an HW move that raced the append counts.
-        for (_, partition, _, _, min_isr) in &waits {
-            purgatory.on_status(&partition.tp, &partition.produce_status(*min_isr));
-        }
-        let indexes: Vec<usize> = waits.iter().map(|(index, ..)| *index).collect();
-        async move {
-            let outcomes = match tokio::time::timeout_at(deadline, &mut rx).await {
-                Ok(outcomes) => outcomes.unwrap_or_default(),
-                Err(_) => match purgatory.take_produce(&parked) {
-                    Some(outcomes) => outcomes,
-                    // Completed just as it expired: its answer is already sent.
-                    None => rx.await.unwrap_or_default(),
-                },
-            };
-            drop(parked);
-            for (i, index) in indexes.into_iter().enumerate() {
-                let outcome = outcomes.get(i).and_then(|w| w.outcome.clone());
-                results[index].error = outcome.unwrap_or(Err(ReplicaError::RequestTimedOut)).err();
-            }
-            results
+        match pass.parked {
+            None => Appended::Done(results),
+            Some((parked, rx)) => Appended::Waiting(Box::pin(wait_for_replication(results, parked, rx, deadline))),
         }
     }
 }
 
-fn append_all(work: Vec<(Option<Arc<Partition>>, Bytes, i32)>, acks: i16) -> Outcomes {
-    work.into_iter()
+/// The DelayedProduce, parked on the I/O executor right after the append: completes when every
+/// waited partition is decided or the deadline passes (REQUEST_TIMED_OUT for those still
+/// pending). Only the purgatory's lock is taken here, never a partition's.
+async fn wait_for_replication(
+    mut results: Vec<AppendResult>,
+    parked: Parked,
+    mut rx: oneshot::Receiver<Vec<ProduceWatch>>,
+    deadline: tokio::time::Instant,
+) -> Vec<AppendResult> {
+    let outcomes = match tokio::time::timeout_at(deadline, &mut rx).await {
+        Ok(outcomes) => outcomes.unwrap_or_default(),
+        Err(_) => match parked.purgatory().take_produce(&parked) {
+            Some(outcomes) => outcomes,
+            // Completed just as it expired: its answer is already sent.
+            None => rx.await.unwrap_or_default(),
+        },
+    };
+    drop(parked);
+    // The watches are in result order, one per successful append.
+    let mut outcomes = outcomes.into_iter();
+    for result in results.iter_mut().filter(|r| r.info.is_some()) {
+        let outcome = outcomes.next().and_then(|w| w.outcome);
+        result.error = outcome.unwrap_or(Err(ReplicaError::RequestTimedOut)).err();
+    }
+    results
+}
+
+/// On the I/O executor: appends each partition, tells the purgatory (taking each partition's
+/// status here, where waiting for its lock behind a slow disk is harmless), and for acks=-1
+/// parks the produce and checks it once the watch is in place, so an HW move that raced the
+/// append counts.
+fn append_all(purgatory: &Arc<Purgatory>, work: Vec<(Option<Arc<Partition>>, Bytes, i32)>, acks: i16) -> AppendPass {
+    let mut watches = Vec::new();
+    let mut waited = Vec::new();
+    let outcomes: Outcomes = work
+        .into_iter()
         .map(|(partition, records, min_isr)| {
             let outcome = match &partition {
                 None => Err(ReplicaError::UnknownTopicOrPartition),
                 Some(p) => p.append_as_leader(&records, acks, min_isr, crate::clock::now_ms()),
             };
-            (partition, outcome, min_isr)
+            if let (Some(p), Ok((info, epoch))) = (&partition, &outcome) {
+                let status = p.produce_status(min_isr);
+                purgatory.on_append(
+                    &p.tp,
+                    info.last_offset + 1,
+                    info.bytes as u64,
+                    &status,
+                    info.first_offset,
+                );
+                if acks == -1 {
+                    watches.push(ProduceWatch {
+                        tp: p.tp.clone(),
+                        required_offset: info.last_offset + 1,
+                        leader_epoch: *epoch,
+                        outcome: None,
+                    });
+                    waited.push((Arc::clone(p), min_isr));
+                }
+            }
+            (partition, outcome)
         })
-        .collect()
+        .collect();
+    let parked = (!watches.is_empty()).then(|| {
+        let parked = purgatory.watch_produce(watches);
+        for (p, min_isr) in &waited {
+            purgatory.on_status(&p.tp, &p.produce_status(*min_isr));
+        }
+        parked
+    });
+    AppendPass { outcomes, parked }
 }
 
-/// Runs disk work on the blocking I/O executor; a panic there is an internal error.
+/// Runs disk work off the async workers; a panic there is an internal error.
+///
+/// On the multi-threaded runtime the work runs in place with `block_in_place`: this thread
+/// hands its worker role (its run queue and the I/O driver) to another thread first, so a disk
+/// that stalls holds up only this task, never the other connections. When the work is quick
+/// (the usual append or read: a few µs) the thread takes its worker role back before the other
+/// thread even starts, and the task goes on without being woken from outside: one thread wake-up
+/// per request instead of the four of a round trip through `spawn_blocking` (its queue, a
+/// blocking thread, then waking the task and a worker again), which tripled broker CPU per
+/// small request. Other futures of the same task wait meanwhile (they would be waiting for this
+/// work anyway). A current-thread runtime (unit tests) cannot hand its worker role over: there
+/// the work goes to `spawn_blocking`.
 pub(super) async fn run_blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ReplicaError> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let in_place = Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if in_place {
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tokio::task::block_in_place(work))).map_err(
+            |_| {
+                tracing::error!("disk work panicked");
+                ReplicaError::UnknownServerError
+            },
+        );
+    }
     tokio::task::spawn_blocking(work).await.map_err(|e| {
         tracing::error!(error = %e, "disk work failed on the I/O executor");
         ReplicaError::UnknownServerError
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::run_blocking;
+
+    /// On the multi-threaded runtime the work runs on the calling thread (no round trip through
+    /// another thread and back), yet a slow one does not hold up other tasks, even with a single
+    /// worker: that worker's role moves to another thread meanwhile.
+    #[test]
+    fn disk_work_runs_in_place_without_holding_up_other_tasks() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let ticker = tokio::spawn(async {
+                let mut ticks = 0u32;
+                let started = Instant::now();
+                while started.elapsed() < Duration::from_millis(300) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    ticks += 1;
+                }
+                ticks
+            });
+            let (caller, worker) = tokio::spawn(async {
+                let caller = std::thread::current().id();
+                let worker = run_blocking(|| {
+                    std::thread::sleep(Duration::from_millis(400)); // a stalled disk
+                    std::thread::current().id()
+                })
+                .await
+                .expect("ran");
+                (caller, worker)
+            })
+            .await
+            .expect("task");
+            assert_eq!(caller, worker, "the work ran in place");
+            let ticks = ticker.await.expect("ticker");
+            assert!(
+                ticks >= 20,
+                "other tasks ran meanwhile ({ticks} ticks of 5 ms in 300 ms)"
+            );
+        });
+    }
 }

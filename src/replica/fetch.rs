@@ -1,11 +1,11 @@
-//! `ReplicaManager::fetch_messages` (Kafka's `fetchMessages`): reads each partition on the
-//! blocking I/O executor — consumers up to the high watermark, follower replicas up to the log
-//! end — with per-partition and response byte limits and at least one whole batch (KIP-74). A
-//! follower's read records its progress, which may move the HW: the produces and consumer
-//! fetches parked on that partition are completed from here, as Kafka does. While fewer than
-//! `min_bytes` are available the fetch parks in the purgatory as a `DelayedFetch`, woken only by
-//! events on its own partitions, until `max_wait_ms`.
-
+//! `ReplicaManager::fetch_messages` (Kafka's `fetchMessages`): reads each partition off the
+//! async workers (a caught-up consumer is answered from memory with try-locks) — consumers up
+//! to the high watermark, follower replicas up to the log end — with per-partition and
+//! response byte limits and at least one whole batch (KIP-74). A follower's read records its
+//! progress, which may move the HW: the produces and consumer fetches parked on that partition
+//! are completed from here, as Kafka does. While fewer than `min_bytes` are available the
+//! fetch parks in the purgatory as a `DelayedFetch`, woken only by events on its own
+//! partitions, until `max_wait_ms`.
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use bytes::Bytes;
 use super::append::run_blocking;
 use super::error::ReplicaError;
 use super::partition::{IsrProposal, Partition};
-use super::purgatory::{FetchBound, FetchWatch};
+use super::purgatory::{FetchBound, FetchWatch, Purgatory};
 use super::replica_manager::ReplicaManager;
 use crate::types::{BrokerId, TopicPartition};
 
@@ -79,11 +79,13 @@ impl FetchPartitionResult {
     }
 }
 
-/// One read pass: results, ISR proposals to submit, partitions whose HW this read moved.
+/// One read pass: results, ISR proposals to submit, and per partition the purgatory's
+/// (generation, position) taken before its read: bytes appended while it runs count as new (at
+/// worst a spurious wake-up and one more read), never as missed.
 struct ReadPass {
     results: Vec<FetchPartitionResult>,
     proposals: Vec<IsrProposal>,
-    hw_moved: Vec<Arc<Partition>>,
+    starts: Vec<(u64, u64)>,
 }
 
 impl ReplicaManager {
@@ -106,27 +108,20 @@ impl ReplicaManager {
         let hosted: Vec<Option<Arc<Partition>>> = partitions.iter().map(|p| self.partition(&p.tp)).collect();
         let partitions = Arc::new(partitions);
         loop {
-            // Positions before the read: bytes appended while it runs count as new (at worst
-            // a spurious wake-up and one more read), never as missed.
-            let starts: Vec<(u64, u64)> = hosted
-                .iter()
-                .zip(partitions.iter())
-                .map(|(p, w)| match p {
-                    Some(p) => {
-                        let at = self.purgatory().positions(&w.tp, || p.offsets());
-                        (at.generation, at.position(bound))
-                    }
-                    None => (0, 0),
-                })
-                .collect();
-            let pass = self.read_pass(&params, &hosted, &partitions).await;
+            // Caught-up consumers (the long-polling idle case) are answered from memory; any
+            // read that may touch the disk, or wait for a lock, goes to the I/O executor.
+            let pass = match params
+                .replica
+                .is_none()
+                .then(|| self.read_caught_up(&hosted, &partitions, bound))
+            {
+                Some(Some(pass)) => pass,
+                _ => self.read_pass(&params, &hosted, &partitions, bound).await,
+            };
             for proposal in pass.proposals {
                 self.submit_isr_change(proposal);
             }
-            for p in &pass.hw_moved {
-                self.purgatory()
-                    .on_status(&p.tp, &p.produce_status(self.min_insync_replicas(&p.tp)));
-            }
+            let starts = pass.starts;
             let results = pass.results;
             let total: usize = results.iter().map(FetchPartitionResult::size).sum();
             let errors = results.iter().any(|r| r.error.is_some());
@@ -156,30 +151,74 @@ impl ReplicaManager {
         }
     }
 
+    /// Every partition read by [`Partition::try_read_caught_up`] (try-locks only, no syscall:
+    /// what an async worker may do), or `None` if any partition needs the disk, has a busy
+    /// lock, or is not yet tracked by the purgatory.
+    fn read_caught_up(
+        &self,
+        hosted: &[Option<Arc<Partition>>],
+        wanted: &[FetchPartition],
+        bound: FetchBound,
+    ) -> Option<ReadPass> {
+        let mut results = Vec::with_capacity(wanted.len());
+        let mut starts = Vec::with_capacity(wanted.len());
+        for (partition, w) in hosted.iter().zip(wanted) {
+            // Taken before the read, as on the I/O executor.
+            let at = self.purgatory().known_positions(&w.tp)?;
+            let read = partition
+                .as_ref()?
+                .try_read_caught_up(w.fetch_offset, w.current_leader_epoch)?;
+            starts.push((at.generation, at.position(bound)));
+            results.push(match read {
+                Ok(read) => FetchPartitionResult {
+                    error: None,
+                    high_watermark: read.high_watermark,
+                    last_stable_offset: read.high_watermark,
+                    log_start_offset: read.log_start_offset,
+                    records: read.records,
+                    diverging_epoch: None,
+                },
+                Err(error) => FetchPartitionResult::error(error),
+            });
+        }
+        Some(ReadPass {
+            results,
+            proposals: Vec::new(),
+            starts,
+        })
+    }
+
     /// Reads every partition on the I/O executor, sharing the response byte budget in order.
     async fn read_pass(
         &self,
         params: &FetchParams,
         hosted: &[Option<Arc<Partition>>],
         partitions: &Arc<Vec<FetchPartition>>,
+        bound: FetchBound,
     ) -> ReadPass {
         let hosted = hosted.to_vec();
         let wanted = partitions.clone();
         let params = params.clone();
         let min_isrs: Vec<i32> = wanted.iter().map(|w| self.min_insync_replicas(&w.tp)).collect();
+        let purgatory = Arc::clone(self.purgatory());
         let n = wanted.len();
-        run_blocking(move || read_all(&params, &hosted, &wanted, &min_isrs))
+        run_blocking(move || read_all(&purgatory, &params, bound, &hosted, &wanted, &min_isrs))
             .await
             .unwrap_or_else(|error| ReadPass {
                 results: vec![FetchPartitionResult::error(error); n],
                 proposals: Vec::new(),
-                hw_moved: Vec::new(),
+                starts: vec![(0, 0); n],
             })
     }
 }
 
+/// On the I/O executor: everything that may wait for a partition's lock (and so for its disk)
+/// happens here — the purgatory's starting positions, the reads, and the produce status of
+/// partitions whose HW a follower's read moved.
 fn read_all(
+    purgatory: &Purgatory,
     params: &FetchParams,
+    bound: FetchBound,
     hosted: &[Option<Arc<Partition>>],
     wanted: &[FetchPartition],
     min_isrs: &[i32],
@@ -192,15 +231,30 @@ fn read_all(
     let mut pass = ReadPass {
         results: Vec::with_capacity(wanted.len()),
         proposals: Vec::new(),
-        hw_moved: Vec::new(),
+        starts: Vec::with_capacity(wanted.len()),
     };
+    let mut hw_moved = Vec::new();
     for ((partition, w), min_isr) in hosted.iter().zip(wanted).zip(min_isrs.iter().copied()) {
-        let result = match partition {
-            None => FetchPartitionResult::error(ReplicaError::UnknownTopicOrPartition),
-            Some(partition) => read_one(params, partition, w, budget, min_isr, &mut pass),
+        let (start, result) = match partition {
+            None => (
+                (0, 0),
+                FetchPartitionResult::error(ReplicaError::UnknownTopicOrPartition),
+            ),
+            Some(partition) => {
+                let at = purgatory.positions(&w.tp, || partition.offsets());
+                let start = (at.generation, at.position(bound));
+                (
+                    start,
+                    read_one(params, partition, w, budget, min_isr, &mut pass, &mut hw_moved),
+                )
+            }
         };
         budget = budget.saturating_sub(result.size());
+        pass.starts.push(start);
         pass.results.push(result);
+    }
+    for (p, min_isr) in hw_moved {
+        purgatory.on_status(&p.tp, &p.produce_status(min_isr));
     }
     pass
 }
@@ -212,6 +266,7 @@ fn read_one(
     budget: usize,
     min_isr: i32,
     pass: &mut ReadPass,
+    hw_moved: &mut Vec<(Arc<Partition>, i32)>,
 ) -> FetchPartitionResult {
     if let Err(error) = partition.check_leader_epoch(w.current_leader_epoch) {
         return FetchPartitionResult::error(error);
@@ -237,7 +292,7 @@ fn read_one(
                     // This fetch moved the HW: acks=all produces and consumers waiting on it go
                     // now, not when this fetch itself returns (up to replica.fetch.wait.max.ms later).
                     if read.high_watermark > hw_before {
-                        pass.hw_moved.push(partition.clone());
+                        hw_moved.push((partition.clone(), min_isr));
                     }
                     read
                 })

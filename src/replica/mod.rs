@@ -5,11 +5,13 @@
 //! [`isr_writer`] writes leaders' ISR changes to ZooKeeper and announces them;
 //! [`state_watch`] applies newer leader epochs found in the state znodes. Producers' and the
 //! group coordinator's appends go through [`append`] (`append_records`), consumers' and
-//! followers' reads through [`fetch`] (`fetch_messages`), both doing their disk work on the
-//! blocking I/O executor; what waits for replication or data parks in [`purgatory`], keyed by
-//! partition. Their refusals and failures are [`ReplicaError`]s, which become Kafka codes only
-//! where a response is built. [`delete_records`] moves leaders' log start offsets (DeleteRecords)
-//! and waits for the followers', which learn the leader's from their fetches.
+//! followers' reads through [`fetch`] (`fetch_messages`), both doing their disk work (and
+//! anything that may wait for a partition's lock) off the async workers: in place, with the
+//! thread's worker role handed over first (`append::run_blocking`). What waits for replication
+//! or data parks in [`purgatory`], keyed by partition. Their refusals and failures are
+//! [`ReplicaError`]s, which become Kafka codes only where a response is built.
+//! [`delete_records`] moves leaders' log start offsets (DeleteRecords) and waits for the
+//! followers', which learn the leader's from their fetches.
 
 pub mod append;
 pub mod delete_records;

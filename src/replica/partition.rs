@@ -291,12 +291,7 @@ impl Partition {
 
     /// Checks KIP-320's current leader epoch from a client or follower.
     pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), ReplicaError> {
-        let ours = self.inner().state.leader_epoch;
-        match current_leader_epoch {
-            e if e < 0 || e == ours => Ok(()),
-            e if e < ours => Err(ReplicaError::FencedLeaderEpoch),
-            _ => Err(ReplicaError::UnknownLeaderEpoch),
-        }
+        leader_epoch_check(self.inner().state.leader_epoch, current_leader_epoch)
     }
 
     /// Reads as leader for a consumer: whole batches below the HW. The state lock is held only
@@ -319,6 +314,48 @@ impl Partition {
             log_end_offset: log.log_end_offset(),
             diverging_epoch: None,
         })
+    }
+
+    /// A consumer read that cannot touch the disk, answered without waiting for any lock: when
+    /// `fetch_offset` is the HW and the log end (a caught-up consumer: nothing to read), the
+    /// empty answer comes from memory. `None` when a lock is busy or there may be records to
+    /// read: then [`Self::read`] on the I/O executor answers. What an async worker may call.
+    pub fn try_read_caught_up(
+        &self,
+        fetch_offset: i64,
+        current_leader_epoch: i32,
+    ) -> Option<Result<ReadResult, ReplicaError>> {
+        assert_no_log_lock("a partition's lock");
+        let inner = match self.inner.try_lock() {
+            Ok(inner) => inner,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        if inner.state.leader != self.local {
+            return Some(Err(ReplicaError::NotLeaderOrFollower));
+        }
+        if let Err(code) = leader_epoch_check(inner.state.leader_epoch, current_leader_epoch) {
+            return Some(Err(code));
+        }
+        if fetch_offset != inner.high_watermark {
+            return None;
+        }
+        let log = crate::log::lock_order::try_lock(&inner.log)?;
+        if log.log_end_offset() != fetch_offset {
+            return None;
+        }
+        // At the log end the read finds no segment to open: checks only (online, range).
+        let records = match log.read(fetch_offset, 0, inner.high_watermark, true) {
+            Ok(records) => records,
+            Err(e) => return Some(Err(e.into())),
+        };
+        Some(Ok(ReadResult {
+            records,
+            high_watermark: inner.high_watermark,
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+            diverging_epoch: None,
+        }))
     }
 
     /// Reads as leader for follower `replica` (up to the LEO). Its fetch offset is its LEO: it
@@ -620,6 +657,15 @@ impl Partition {
         }
         let log = lock(&inner.log);
         Ok(log.end_offset_for_epoch(epoch))
+    }
+}
+
+/// KIP-320: a request's current leader epoch against ours (negative: not given).
+fn leader_epoch_check(ours: i32, current_leader_epoch: i32) -> Result<(), ReplicaError> {
+    match current_leader_epoch {
+        e if e < 0 || e == ours => Ok(()),
+        e if e < ours => Err(ReplicaError::FencedLeaderEpoch),
+        _ => Err(ReplicaError::UnknownLeaderEpoch),
     }
 }
 

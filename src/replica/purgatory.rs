@@ -317,6 +317,13 @@ pub struct Parked {
     kind: Kind,
 }
 
+impl Parked {
+    /// The purgatory it is parked in.
+    pub fn purgatory(&self) -> &Arc<Purgatory> {
+        &self.purgatory
+    }
+}
+
 impl Drop for Parked {
     fn drop(&mut self) {
         let mut state = self.purgatory.lock();
@@ -335,6 +342,11 @@ pub struct Purgatory {
 impl Purgatory {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The partition's positions if it is tracked already (no partition lock needed).
+    pub fn known_positions(&self, tp: &TopicPartition) -> Option<PartitionPositions> {
+        self.lock().partitions.get(tp).and_then(|w| w.positions.clone())
     }
 
     /// The partition's positions, starting tracking at `init()` = (HW, LEO) if not yet tracked.

@@ -346,3 +346,43 @@ fn a_read_waiting_for_its_log_leaves_the_partition_lock_free() {
     assert!(reader.join().expect("reader").expect("read") > 0);
     assert_eq!(answered, Ok(1), "the HW was answered while the read waited for the log");
 }
+
+/// A caught-up consumer (fetch offset = HW = log end) is answered from memory, so an async
+/// worker can serve it; anything that may read records, or any busy lock, says `None` and the
+/// read goes to the I/O executor.
+#[test]
+fn only_a_caught_up_consumer_read_is_answered_without_the_io_executor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = manager(dir.path(), false);
+    let p = partition(&m, 1, state(1, 3, &[1]));
+    p.append_as_leader(&record(), 1, 1, 0).expect("append");
+    assert_eq!(p.high_watermark(), 1);
+    let caught_up = p
+        .try_read_caught_up(1, 3)
+        .expect("answered from memory")
+        .expect("no error");
+    assert_eq!((caught_up.records.len(), caught_up.high_watermark), (0, 1));
+    assert!(
+        p.try_read_caught_up(0, 3).is_none(),
+        "records to read: the executor reads them"
+    );
+    assert_eq!(
+        p.try_read_caught_up(1, 4).map(|r| r.err()),
+        Some(Some(ReplicaError::UnknownLeaderEpoch))
+    );
+    assert_eq!(
+        p.try_read_caught_up(1, 2).map(|r| r.err()),
+        Some(Some(ReplicaError::FencedLeaderEpoch))
+    );
+    // A busy log (an append stuck in a slow disk holds it) is not waited for.
+    let log = p.log();
+    let guard = lock(&log);
+    let busy = std::thread::scope(|s| s.spawn(|| p.try_read_caught_up(1, 3).is_none()).join());
+    drop(guard);
+    assert!(busy.expect("join"), "a busy log lock is not waited for");
+    let follower = partition(&m, 2, state(1, 3, &[1, 2]));
+    assert_eq!(
+        follower.try_read_caught_up(0, 3).map(|r| r.err()),
+        Some(Some(ReplicaError::NotLeaderOrFollower))
+    );
+}
