@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 use super::channel::{self, ControlRequest, Sent, Transport};
 use super::handle::{start_with, ControllerConfig, ControllerHandle};
 use super::zk_ops::{self, ControllerZkError, StoredLeadership};
+use super::ControllerError;
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::fake::FakeZk;
 use crate::zk::kafka_zk_client::KafkaZkClient;
@@ -489,7 +490,8 @@ async fn a_lost_reply_to_a_controlled_shutdowns_isr_change_still_answers() {
 }
 
 /// A connection loss on the removal of a deleted topic's znodes, applied: the retry's NoNode is
-/// recognised, the deletion completes, and a topic of the same name created afterwards is new.
+/// recognised and the deletion completes in the controller too (it forgets the topic), without
+/// waiting for the watches on the removed znodes to tell it (they are held here).
 #[tokio::test]
 async fn a_lost_reply_to_a_topic_deletions_removal_completes_it() {
     let admin = cluster().await;
@@ -508,6 +510,7 @@ async fn a_lost_reply_to_a_topic_deletions_removal_completes_it() {
                 if r.topic_states.iter().any(|t| t.partition_states.iter().any(|p| p.delete_partition)))
         })
         .await;
+    one.zk.hold_watches();
     let ControlRequest::StopReplica(r) = &asked.request else {
         unreachable!()
     };
@@ -521,9 +524,15 @@ async fn a_lost_reply_to_a_topic_deletions_removal_completes_it() {
     let processed = one.controller.elect_leaders(Some(Vec::new()), false).await;
     assert!(processed.is_ok());
     assert!(admin.exists(&paths::topic("d")).await.expect("exists").is_none());
-    create_topic(&admin, "d", &[&[1]]).await;
-    eventually("the new d-0 led by broker 1", || async {
-        state(&admin, "d", 0).await.is_some_and(|s| s.leader == 1)
-    })
-    .await;
+    let outcome = one
+        .controller
+        .elect_leaders(Some(vec![("d".to_string(), 0)]), false)
+        .await
+        .expect("answered");
+    assert_eq!(
+        outcome,
+        vec![(("d".to_string(), 0), Err(ControllerError::UnknownTopicOrPartition))],
+        "d is forgotten, not still being deleted"
+    );
+    one.zk.release_watches();
 }
