@@ -479,7 +479,9 @@ async fn a_lost_reply_to_a_controlled_shutdowns_isr_change_still_answers() {
     one.active_epoch().await;
     create_topic(&admin, "t", &[&[1, 2]]).await;
     eventually("t-0 led by 1 with ISR [1, 2]", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == 1 && s.isr.len() == 2)
+        state(&admin, "t", 0)
+            .await
+            .is_some_and(|s| s.leader == 1 && s.isr.len() == 2)
     })
     .await;
     one.zk.lose_next_write_reply();

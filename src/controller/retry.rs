@@ -45,7 +45,10 @@ pub async fn multi<S: ZkStore>(zk: &S, ops: Vec<Op>) -> Result<Vec<OpResult>, Zk
             ZkError::MultiFailed { index, .. } if maybe_applied && explained_by_applied(ops.get(*index), &err) => {
                 match reconcile(zk, &ops).await {
                     Ok(Some(results)) => {
-                        tracing::info!(ops = ops.len(), "a ZooKeeper write whose reply was lost had been applied");
+                        tracing::info!(
+                            ops = ops.len(),
+                            "a ZooKeeper write whose reply was lost had been applied"
+                        );
                         return Ok(results);
                     }
                     Ok(None) => return Err(err),
@@ -88,9 +91,7 @@ pub async fn reconcile<S: ZkStore>(zk: &S, ops: &[Op]) -> Result<Option<Vec<OpRe
             // A sequential create's path cannot be known after the fact.
             Op::Create { mode, .. } if mode.is_sequential() => None,
             Op::Create { path, data, mode } => match read(zk, path).await? {
-                Some((d, stat))
-                    if d == *data && (!mode.is_ephemeral() || stat.ephemeral_owner == zk.session_id()) =>
-                {
+                Some((d, stat)) if d == *data && (!mode.is_ephemeral() || stat.ephemeral_owner == zk.session_id()) => {
                     Some(OpResult::Create { path: path.clone() })
                 }
                 _ => None,

@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex};
 use super::multi;
 use crate::types::ZkVersion;
 use crate::zk::fake::FakeZk;
-use crate::zk::store::{
-    CreateMode, Op, OpResult, Stat, WatchMode, WatchStream, ZkError, ZkStore,
-};
+use crate::zk::store::{CreateMode, Op, OpResult, Stat, WatchMode, WatchStream, ZkError, ZkStore};
 
 type Hook = Box<dyn FnOnce(&FakeZk) + Send>;
 
@@ -85,7 +83,9 @@ impl ZkStore for Flaky {
 /// A tree with `/controller_epoch` (version 0) and `/a` holding `old`.
 async fn tree() -> FakeZk {
     let zk = FakeZk::new();
-    zk.create("/controller_epoch", b"1", CreateMode::Persistent).await.expect("epoch");
+    zk.create("/controller_epoch", b"1", CreateMode::Persistent)
+        .await
+        .expect("epoch");
     zk.create("/a", b"old", CreateMode::Persistent).await.expect("/a");
     zk
 }
@@ -190,5 +190,9 @@ async fn a_session_expiring_during_the_retries_ends_them() {
     let err = multi(&flaky, vec![fence(), set_a(b"new")]).await.expect_err("expired");
     assert_eq!(err, ZkError::SessionExpired);
     zk.renew_session();
-    assert_eq!(zk.get_data("/a").await.expect("/a").0, b"old", "not written on a later session");
+    assert_eq!(
+        zk.get_data("/a").await.expect("/a").0,
+        b"old",
+        "not written on a later session"
+    );
 }
