@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 use super::channel::{self, ControlRequest, Sent, Transport};
 use super::handle::{start_with, ControllerConfig, ControllerHandle};
 use super::zk_ops::{self, ControllerZkError, StoredLeadership};
+use super::ControllerError;
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::fake::FakeZk;
 use crate::zk::kafka_zk_client::KafkaZkClient;
@@ -399,9 +400,9 @@ async fn an_expired_controller_session_resigns_and_the_new_session_is_elected_ag
     assert_eq!(controller_epoch(&admin).await.0, 2);
 }
 
-/// The election multi is applied but its reply is lost: the broker cannot know it won, so
-/// it lets that `/controller` go and is elected again; the term it then acts in is the one
-/// in ZooKeeper, and its fenced writes carry it.
+/// The election multi is applied but its reply is lost: the retry meets its own `/controller`
+/// (this session's ephemeral, with the payload it wrote) and the epoch it set, so it knows it
+/// won epoch 1; the term it acts in is the one in ZooKeeper, and its fenced writes carry it.
 #[tokio::test]
 async fn a_lost_reply_to_the_election_ends_with_one_controller_whose_writes_succeed() {
     let admin = cluster().await;
@@ -413,25 +414,21 @@ async fn a_lost_reply_to_the_election_ends_with_one_controller_whose_writes_succ
     zk.lose_next_write_reply();
     let one = start_controller(zk, 1).await;
     let epoch = one.active_epoch().await;
-    assert_eq!(epoch, ControllerEpoch(2), "epoch 1 was won unknowingly and given up");
-    assert_eq!(controller_epoch(&admin).await.0, 2);
+    assert_eq!(epoch, ControllerEpoch(1), "epoch 1 was won, and the retry knows it");
+    assert_eq!(controller_epoch(&admin).await.0, 1);
     create_topic(&admin, "t", &[&[1]]).await;
-    eventually("t-0 written in epoch 2", || async {
+    eventually("t-0 written in epoch 1", || async {
         state(&admin, "t", 0)
             .await
-            .is_some_and(|s| s.controller_epoch == 2 && s.leader == 1)
+            .is_some_and(|s| s.controller_epoch == 1 && s.leader == 1)
     })
     .await;
 }
 
-/// Known gap, kept as a reproducer for the pure-core slice: a connection loss on the first
-/// fenced write of a new topic (creating `/brokers/topics/<t>/partitions`) fails the step, the
-/// write having been applied; nothing retries it, so the partition has no state znode, no
-/// leader and no LeaderAndIsr until some later event (a broker change, a failover) elects it.
-/// Kafka's ZooKeeperClient retries requests across connection losses; kastle's session does
-/// not, and the controller treats the error as final.
+/// A connection loss on the first fenced write of a new topic (creating
+/// `/brokers/topics/<t>/partitions`), the write having been applied: the retry meets NodeExists,
+/// recognises its own write and goes on, so the partition gets its state znode and leader.
 #[tokio::test]
-#[ignore = "known gap: a lost write reply leaves a new partition leaderless until another event"]
 async fn a_lost_reply_to_a_new_topics_first_write_still_ends_with_a_leader() {
     let admin = cluster().await;
     let _two = register(&admin, 2).await;
@@ -443,4 +440,101 @@ async fn a_lost_reply_to_a_new_topics_first_write_still_ends_with_a_leader() {
         state(&admin, "t", 0).await.is_some_and(|s| s.leader == 1)
     })
     .await;
+}
+
+/// A connection loss on an election's conditional update (the dead leader's partition moving to
+/// broker 3), applied: the retry's BADVERSION is recognised as its own write, and the new leader
+/// is told.
+#[tokio::test]
+async fn a_lost_reply_to_an_elections_update_still_tells_the_new_leader() {
+    let admin = cluster().await;
+    let two = register(&admin, 2).await;
+    let _three = register(&admin, 3).await;
+    let mut one = broker(&admin, 1).await;
+    one.active_epoch().await;
+    create_topic(&admin, "t", &[&[2, 3]]).await;
+    eventually("broker 2 leading t-0", || async {
+        state(&admin, "t", 0).await.is_some_and(|s| s.leader == 2)
+    })
+    .await;
+    one.zk.lose_next_write_reply();
+    two.expire_session();
+    let told = one
+        .next_sent("LeaderAndIsr naming broker 3", |s| {
+            s.broker == BrokerId(3) && leader_and_isr_states(s, "t").iter().any(|p| p.1 == 3)
+        })
+        .await;
+    assert_eq!(leader_and_isr_states(&told, "t"), vec![(0, 3, 1, vec![3])]);
+    let p0 = state(&admin, "t", 0).await.expect("p0");
+    assert_eq!((p0.leader, p0.leader_epoch, p0.zk_version), (3, 1, 1), "written once");
+}
+
+/// A connection loss on the ISR shrink of a controlled shutdown, applied: the shutting-down
+/// broker still gets its answer, and the write is not made twice.
+#[tokio::test]
+async fn a_lost_reply_to_a_controlled_shutdowns_isr_change_still_answers() {
+    let admin = cluster().await;
+    let _two = register(&admin, 2).await;
+    let one = broker(&admin, 1).await;
+    one.active_epoch().await;
+    create_topic(&admin, "t", &[&[1, 2]]).await;
+    eventually("t-0 led by 1 with ISR [1, 2]", || async {
+        state(&admin, "t", 0)
+            .await
+            .is_some_and(|s| s.leader == 1 && s.isr.len() == 2)
+    })
+    .await;
+    one.zk.lose_next_write_reply();
+    let answer = one.controller.controlled_shutdown(BrokerId(2), -1).await;
+    assert!(answer.is_ok(), "answered: {answer:?}");
+    let p0 = state(&admin, "t", 0).await.expect("p0");
+    assert_eq!((p0.leader, p0.isr.clone(), p0.zk_version), (1, ids(&[1]), 1));
+}
+
+/// A connection loss on the removal of a deleted topic's znodes, applied: the retry's NoNode is
+/// recognised and the deletion completes in the controller too (it forgets the topic), without
+/// waiting for the watches on the removed znodes to tell it (they are held here).
+#[tokio::test]
+async fn a_lost_reply_to_a_topic_deletions_removal_completes_it() {
+    let admin = cluster().await;
+    let mut one = broker(&admin, 1).await;
+    one.active_epoch().await;
+    create_topic(&admin, "d", &[&[1]]).await;
+    eventually("d-0's state", || async { state(&admin, "d", 0).await.is_some() }).await;
+    one.zk.lose_next_write_reply();
+    admin
+        .create(&paths::delete_topic("d"), &[], CreateMode::Persistent)
+        .await
+        .expect("queue deletion");
+    let asked = one
+        .next_sent("StopReplica(delete)", |s| {
+            matches!(&s.request, ControlRequest::StopReplica(r)
+                if r.topic_states.iter().any(|t| t.partition_states.iter().any(|p| p.delete_partition)))
+        })
+        .await;
+    one.zk.hold_watches();
+    let ControlRequest::StopReplica(r) = &asked.request else {
+        unreachable!()
+    };
+    let ok = StopReplicaResponse::default().with_partition_errors(vec![StopReplicaPartitionError::default()
+        .with_topic_name(r.topic_states[0].topic_name.clone())
+        .with_partition_index(0)]);
+    if let Some(answer) = channel::deletions(r, &ok) {
+        asked.answer(answer);
+    }
+    // An empty ElectLeaders queued behind the answer returns once the answer was processed.
+    let processed = one.controller.elect_leaders(Some(Vec::new()), false).await;
+    assert!(processed.is_ok());
+    assert!(admin.exists(&paths::topic("d")).await.expect("exists").is_none());
+    let outcome = one
+        .controller
+        .elect_leaders(Some(vec![("d".to_string(), 0)]), false)
+        .await
+        .expect("answered");
+    assert_eq!(
+        outcome,
+        vec![(("d".to_string(), 0), Err(ControllerError::UnknownTopicOrPartition))],
+        "d is forgotten, not still being deleted"
+    );
+    one.zk.release_watches();
 }

@@ -9,7 +9,8 @@
 //! operator-facing work (controlled shutdown, leader elections, log-dir failures,
 //! CreatePartitions), whose refusals are [`error::ControllerError`]; `topic_deletion` deleting topics; `modifications` in-place edits of topic
 //! and broker znodes; `notifications` ISR-change notifications and stale notifications at
-//! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O, on any [`store::ControllerStore`]
+//! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O, on any [`store::ControllerStore`],
+//! whose writes [`retry`] carries across connection loss (idempotently, within the session)
 //! (the real session or `FakeZk`, on which `loop_tests` runs the loop); [`channel`] one sender per
 //! broker (or a test sink), reporting the answers the controller acts on; [`requests`] builds the requests.
 //! [`state_changes`] drives the partition state machine and [`replica_changes`] the replica
@@ -36,6 +37,7 @@ mod refresh;
 pub mod replica_changes;
 pub mod replica_state;
 pub mod requests;
+pub mod retry;
 pub mod state_changes;
 pub mod stats;
 pub mod store;

@@ -180,4 +180,30 @@ mod tests {
             .expect("children")
             .is_empty());
     }
+
+    /// The deletion of notifications is applied but its reply lost: the retry's NoNode is the
+    /// controller's own deletion, not a failure.
+    #[tokio::test]
+    async fn a_lost_reply_to_deleting_notifications_is_a_success() {
+        use crate::zk::fake::FakeZk;
+        use crate::zk::store::{create_recursive, CreateMode, ZkStore};
+        let zk = FakeZk::new();
+        create_recursive(&zk, paths::ISR_CHANGE_NOTIFICATION)
+            .await
+            .expect("parent");
+        let (_, epoch) = zk
+            .create(paths::CONTROLLER_EPOCH, b"1", CreateMode::Persistent)
+            .await
+            .expect("epoch");
+        let (path, _) = zk
+            .create(&paths::isr_change_sequential(), b"{}", CreateMode::PersistentSequential)
+            .await
+            .expect("notification");
+        let names = vec![crate::zk::store::split_parent(&path).1.to_string()];
+        zk.lose_next_write_reply();
+        zk_ops::delete_notifications(&zk, epoch.version, paths::ISR_CHANGE_NOTIFICATION, &names)
+            .await
+            .expect("deleted");
+        assert_eq!(zk.exists(&path).await.expect("exists"), None);
+    }
 }

@@ -1,6 +1,7 @@
 //! The controller's ZooKeeper I/O: the election multi, epoch-fenced writes (every state change
 //! is a multi whose first op checks `/controller_epoch` at the version this controller set, so a
-//! zombie's writes fail atomically, KAFKA-6082), and batched or concurrent reads for failover
+//! zombie's writes fail atomically, KAFKA-6082; retried across connection loss by
+//! [`super::retry`], so a write applied whose reply was lost is recognised), and batched or concurrent reads for failover
 //! (issued together over one session, not one round trip per znode).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -148,7 +149,7 @@ pub async fn elect<S: ZkStore>(
             version: Some(version),
         },
     ];
-    match zk.multi(ops).await {
+    match super::retry::multi(zk, ops).await {
         Ok(results) => {
             let stat_version = results
                 .iter()
@@ -164,7 +165,8 @@ pub async fn elect<S: ZkStore>(
     }
 }
 
-/// Runs `ops` after checking `/controller_epoch` is still at `epoch_version`.
+/// Runs `ops` after checking `/controller_epoch` is still at `epoch_version`, retried across
+/// connection loss within the session and idempotently ([`super::retry`]).
 pub async fn fenced<S: ZkStore>(
     zk: &S,
     epoch_version: ZkVersion,
@@ -176,7 +178,7 @@ pub async fn fenced<S: ZkStore>(
         version: epoch_version,
     });
     all.extend(ops);
-    match zk.multi(all).await {
+    match super::retry::multi(zk, all).await {
         Ok(mut results) => {
             results.remove(0);
             Ok(results)
