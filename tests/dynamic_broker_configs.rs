@@ -1,15 +1,17 @@
 //! Dynamic broker keys beyond the log defaults, against a real ZooKeeper and broker: a
 //! cluster-wide `max.connections.per.ip` lowered with IncrementalAlterConfigs on `<default>`
-//! refuses the next connection from that address while the open ones stay, and a key kastle
-//! only stores logs that it is not applied.
+//! refuses the next connection from that address while the open ones stay, a key kastle
+//! only stores logs that it is not applied, and a cluster-wide
+//! `unclean.leader.election.enable` reaches the controller's offline election live.
 
 mod common;
 
 use std::time::Duration;
 
 use common::cluster::cluster_ready;
+use common::replicas::{create_topic, isr, leader};
 use common::wire::Wire;
-use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
+use common::{bootstrap_of, unique_chroot, wait_until, wait_until_else, zookeeper, BrokerProcess, BrokerSpec};
 use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::{ApiVersionsRequest, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -93,4 +95,45 @@ async fn a_lowered_max_connections_per_ip_refuses_new_connections_live() {
         !stderr.contains("stored, not applied by kastle: max.connections.per.ip"),
         "an applied key is not"
     );
+}
+
+/// With the static default off, `<default>` altered to allow unclean election lets the
+/// controller elect a replica outside the ISR once the only in-sync one is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_takes_unclean_leader_election_from_the_live_broker_default() {
+    common::init_logging();
+    let chroot = unique_chroot("dyn_unclean_default");
+    let specs: Vec<BrokerSpec> = (1..=2)
+        .map(|id| BrokerSpec::new(id, &zookeeper().connect(&chroot)).session_timeout_ms(3_000))
+        .collect();
+    let mut first = Some(BrokerProcess::start(&specs[0]));
+    let second = BrokerProcess::start(&specs[1]);
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 2).await;
+    create_topic(&zk, "risky", "[1,2]").await;
+    wait_until(Duration::from_secs(30), "ISR of two", || async {
+        isr(&zk, "risky").await.len() == 2
+    })
+    .await;
+    let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
+    let response: IncrementalAlterConfigsResponse = wire
+        .send(&set_broker("", &[("unclean.leader.election.enable", "true")]), 1)
+        .await;
+    assert_eq!(response.responses[0].error_code, ec::NONE);
+
+    // Broker 2 goes, then the leader: the only in-sync replica is down.
+    second.signal("KILL");
+    wait_until(Duration::from_secs(30), "ISR of broker 1 alone", || async {
+        isr(&zk, "risky").await == [1] && leader(&zk, "risky").await == 1
+    })
+    .await;
+    first.take();
+    let second = second.restart(&specs[1]);
+    wait_until_else(
+        Duration::from_secs(30),
+        "broker 2 elected uncleanly",
+        || async { leader(&zk, "risky").await == 2 },
+        || second.stderr(),
+    )
+    .await;
 }
