@@ -545,4 +545,24 @@ mod tests {
             ["background.threads", "listener.name.external.max.connections"]
         );
     }
+
+    #[test]
+    fn compression_and_timestamp_bounds_are_live_log_defaults() {
+        let static_config = KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181")]).expect("config");
+        let p = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let cluster = p(&[
+            ("compression.type", "gzip"),
+            ("log.message.timestamp.before.max.ms", "1000"),
+            ("log.message.timestamp.after.max.ms", "2000"),
+        ]);
+        let c = broker_log_defaults(&static_config, &cluster, &BTreeMap::new(), BrokerId(1));
+        assert_eq!(c.compression, Some(crate::protocol::record_batch::Compression::Gzip));
+        assert_eq!((c.timestamp_before_max_ms, c.timestamp_after_max_ms), (1000, 2000));
+        assert!(
+            stored_only_keys(&cluster, &BTreeMap::new()).is_empty(),
+            "applied, so no warning"
+        );
+    }
 }
