@@ -24,7 +24,8 @@ pub enum Scope {
 /// What kastle does with a dynamic value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
-    /// Applied to the running broker (logs, produce, the cleaner's choice of logs).
+    /// Applied to the running broker (logs, produce, the cleaner's choice of logs, the
+    /// acceptor's connection limits).
     Live,
     /// Accepted and stored in ZooKeeper (DescribeConfigs shows it); kastle does not act on it
     /// yet, or does so only at start-up.
@@ -61,15 +62,15 @@ pub const DYNAMIC_BROKER_KEYS: &[(&str, Scope, Effect)] = &[
     ("log.cleanup.policy", ClusterWide, Live),
     ("unclean.leader.election.enable", ClusterWide, Live),
     ("min.insync.replicas", ClusterWide, Live),
-    ("compression.type", ClusterWide, Stored),
+    ("compression.type", ClusterWide, Live),
     ("compression.gzip.level", ClusterWide, Stored),
     ("compression.lz4.level", ClusterWide, Stored),
     ("compression.zstd.level", ClusterWide, Stored),
     ("log.preallocate", ClusterWide, Stored),
     ("log.message.timestamp.type", ClusterWide, Live),
-    ("log.message.timestamp.difference.max.ms", ClusterWide, Stored),
-    ("log.message.timestamp.before.max.ms", ClusterWide, Stored),
-    ("log.message.timestamp.after.max.ms", ClusterWide, Stored),
+    ("log.message.timestamp.difference.max.ms", ClusterWide, Live),
+    ("log.message.timestamp.before.max.ms", ClusterWide, Live),
+    ("log.message.timestamp.after.max.ms", ClusterWide, Live),
     ("log.message.downconversion.enable", ClusterWide, Stored),
     ("log.local.retention.ms", ClusterWide, Stored),
     ("log.local.retention.bytes", ClusterWide, Stored),
@@ -87,9 +88,9 @@ pub const DYNAMIC_BROKER_KEYS: &[(&str, Scope, Effect)] = &[
     ("background.threads", ClusterWide, Stored),
     ("metric.reporters", ClusterWide, Stored),
     // SocketServer.ReconfigurableConfigs.
-    ("max.connections.per.ip", ClusterWide, Stored),
-    ("max.connections.per.ip.overrides", ClusterWide, Stored),
-    ("max.connections", ClusterWide, Stored),
+    ("max.connections.per.ip", ClusterWide, Live),
+    ("max.connections.per.ip.overrides", ClusterWide, Live),
+    ("max.connections", ClusterWide, Live),
     ("max.connection.creation.rate", ClusterWide, Stored),
     // DynamicListenerConfig (cluster-level: max.connections, the creation rate, network threads).
     ("num.network.threads", ClusterWide, Stored),
@@ -202,6 +203,15 @@ pub fn scope(key: &str) -> Option<Scope> {
         .iter()
         .find(|(k, _, _)| *k == key)
         .map(|(_, s, _)| *s)
+}
+
+/// What kastle does with dynamic key `key`: the table's effect; a `listener.name.<l>.` key is
+/// only stored (kastle has no per-listener settings); `None` for keys that are not dynamic.
+pub fn effect(key: &str) -> Option<Effect> {
+    if let Some((_, _, e)) = DYNAMIC_BROKER_KEYS.iter().find(|(k, _, _)| *k == key) {
+        return Some(*e);
+    }
+    listener_base(key).map(|_| Stored)
 }
 
 /// `listener.name.<l>.<base>` → `<base>`.

@@ -459,7 +459,18 @@ impl<S: ControllerStore> Controller<S> {
             })
             .map(|(t, _)| t.clone())
             .collect();
-        let unclean = zk_ops::unclean_overrides(&self.zk, stuck).await;
+        let broker_unclean = if stuck.is_empty() {
+            None
+        } else {
+            zk_ops::unclean_broker_default(&self.zk, self.config.broker_id).await
+        };
+        let mut unclean = zk_ops::unclean_overrides(&self.zk, stuck.clone()).await;
+        // The topic override wins; else the live broker-level value, else the static one.
+        if let Some(v) = broker_unclean {
+            for topic in stuck {
+                unclean.entry(topic).or_insert(v);
+            }
+        }
         let Some(active) = self.active.as_ref() else {
             return Ok(());
         };

@@ -63,23 +63,44 @@ pub async fn unclean_overrides<S: ZkStore + Clone>(zk: &S, topics: BTreeSet<Stri
     let client = crate::zk::KafkaZkClient::new(zk.clone());
     let mut out = BTreeMap::new();
     for topic in topics {
-        let value = client.topic_config(&topic).await.ok().and_then(|c| {
-            match c
-                .get("unclean.leader.election.enable")?
-                .trim()
-                .to_ascii_lowercase()
-                .as_str()
-            {
-                "true" => Some(true),
-                "false" => Some(false),
-                _ => None,
-            }
-        });
+        let value = client.topic_config(&topic).await.ok().and_then(|c| unclean_value(&c));
         if let Some(v) = value {
             out.insert(topic, v);
         }
     }
     out
+}
+
+fn unclean_value(config: &BTreeMap<String, String>) -> Option<bool> {
+    match config
+        .get("unclean.leader.election.enable")?
+        .trim()
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// The dynamic broker-level `unclean.leader.election.enable` in force on controller `id`, read
+/// live: its own `/config/brokers/<id>`, else `/config/brokers/<default>` (Kafka's controller
+/// sees them through its `DynamicBrokerConfig`); `None` if neither sets it (the static config
+/// applies).
+pub async fn unclean_broker_default<S: ZkStore + Clone>(zk: &S, id: BrokerId) -> Option<bool> {
+    let client = crate::zk::KafkaZkClient::new(zk.clone());
+    for entity in [id.to_string(), "<default>".to_string()] {
+        if let Some(v) = client
+            .entity_config("brokers", &entity)
+            .await
+            .ok()
+            .and_then(|c| unclean_value(&c))
+        {
+            return Some(v);
+        }
+    }
+    None
 }
 
 /// Who `/controller` names, if anyone.

@@ -1,5 +1,8 @@
-//! Connection counting for `max.connections` and `max.connections.per.ip` (Kafka's
-//! `ConnectionQuotas`), shared by every listener of one socket server.
+//! Connection counting for `max.connections`, `max.connections.per.ip` and
+//! `max.connections.per.ip.overrides` (Kafka's `ConnectionQuotas`), shared by every listener
+//! of one socket server. The limits change live ([`ConnectionQuotas::update`], Kafka's
+//! `updateMaxConnections` / `updateMaxConnectionsPerIp`): new connections meet the new limits,
+//! connections already open stay open, as in Kafka.
 //!
 //! A slot is held by a [`ConnectionPermit`] and given back when the permit drops, so a
 //! connection task that ends any way at all (close, error, panic, abort) frees its slot.
@@ -18,16 +21,63 @@ pub enum ConnectionRefused {
     TooManyTotal { max: usize },
 }
 
-/// Live connection counts against the two limits.
+/// The limits new connections are checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// `max.connections`.
+    pub max_connections: usize,
+    /// `max.connections.per.ip`.
+    pub max_connections_per_ip: usize,
+    /// `max.connections.per.ip.overrides`: a limit per address instead of the per-IP one.
+    pub per_ip_overrides: HashMap<IpAddr, usize>,
+}
+
+impl ConnectionLimits {
+    pub fn new(max_connections: usize, max_connections_per_ip: usize) -> Self {
+        Self {
+            max_connections,
+            max_connections_per_ip,
+            per_ip_overrides: HashMap::new(),
+        }
+    }
+
+    /// The limit for `ip`: its override, else `max.connections.per.ip`.
+    pub fn per_ip(&self, ip: IpAddr) -> usize {
+        self.per_ip_overrides
+            .get(&ip)
+            .copied()
+            .unwrap_or(self.max_connections_per_ip)
+    }
+}
+
+/// Parses `max.connections.per.ip.overrides` (`host:count,host:count`). Kafka resolves host
+/// names too; kastle takes IP addresses only and returns the entries it skipped.
+pub fn parse_overrides(value: &str) -> (HashMap<IpAddr, usize>, Vec<String>) {
+    let mut out = HashMap::new();
+    let mut skipped = Vec::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let parsed = entry
+            .rsplit_once(':')
+            .and_then(|(host, n)| Some((host.trim().parse::<IpAddr>().ok()?, n.trim().parse::<usize>().ok()?)));
+        match parsed {
+            Some((ip, n)) => {
+                out.insert(ip, n);
+            }
+            None => skipped.push(entry.to_string()),
+        }
+    }
+    (out, skipped)
+}
+
+/// Live connection counts against the limits.
 #[derive(Debug)]
 pub struct ConnectionQuotas {
-    max_connections: usize,
-    max_connections_per_ip: usize,
     counts: Mutex<Counts>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Counts {
+    limits: ConnectionLimits,
     total: usize,
     /// Only addresses with at least one live connection, so the map cannot grow without bound.
     per_ip: HashMap<IpAddr, usize>,
@@ -35,11 +85,31 @@ struct Counts {
 
 impl ConnectionQuotas {
     pub fn new(max_connections: usize, max_connections_per_ip: usize) -> Arc<Self> {
+        Self::with_limits(ConnectionLimits::new(max_connections, max_connections_per_ip))
+    }
+
+    pub fn with_limits(limits: ConnectionLimits) -> Arc<Self> {
         Arc::new(Self {
-            max_connections,
-            max_connections_per_ip,
-            counts: Mutex::new(Counts::default()),
+            counts: Mutex::new(Counts {
+                limits,
+                total: 0,
+                per_ip: HashMap::new(),
+            }),
         })
+    }
+
+    /// Replaces the limits; connections already open are kept.
+    pub fn update(&self, limits: ConnectionLimits) {
+        let mut counts = self.lock();
+        if counts.limits != limits {
+            tracing::info!(?limits, "connection limits updated");
+            counts.limits = limits;
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> ConnectionLimits {
+        self.lock().limits.clone()
     }
 
     /// Takes a slot for a connection from `ip`, or says which limit it would break.
@@ -47,15 +117,13 @@ impl ConnectionQuotas {
     pub fn try_acquire(self: &Arc<Self>, ip: IpAddr) -> Result<ConnectionPermit, ConnectionRefused> {
         let mut counts = self.lock();
         let from_ip = counts.per_ip.get(&ip).copied().unwrap_or(0);
-        if from_ip >= self.max_connections_per_ip {
-            return Err(ConnectionRefused::TooManyFromIp {
-                ip,
-                max: self.max_connections_per_ip,
-            });
+        let per_ip = counts.limits.per_ip(ip);
+        if from_ip >= per_ip {
+            return Err(ConnectionRefused::TooManyFromIp { ip, max: per_ip });
         }
-        if counts.total >= self.max_connections {
+        if counts.total >= counts.limits.max_connections {
             return Err(ConnectionRefused::TooManyTotal {
-                max: self.max_connections,
+                max: counts.limits.max_connections,
             });
         }
         counts.total += 1;
@@ -148,5 +216,45 @@ mod tests {
         assert_eq!((quotas.count(A), quotas.total()), (0, 0));
         assert!(quotas.lock().per_ip.is_empty());
         assert!(quotas.try_acquire(A).is_ok());
+    }
+
+    #[test]
+    fn lowered_limits_refuse_new_connections_and_keep_open_ones() {
+        let quotas = ConnectionQuotas::new(100, 100);
+        let a1 = quotas.try_acquire(A).expect("a1");
+        let _a2 = quotas.try_acquire(A).expect("a2");
+        quotas.update(ConnectionLimits::new(100, 1));
+        assert_eq!((quotas.count(A), quotas.total()), (2, 2), "open connections stay");
+        assert_eq!(
+            quotas.try_acquire(A).err(),
+            Some(ConnectionRefused::TooManyFromIp { ip: A, max: 1 })
+        );
+        drop(a1);
+        assert!(quotas.try_acquire(A).is_err(), "still one open, at the limit");
+        quotas.update(ConnectionLimits::new(1, 100));
+        assert_eq!(
+            quotas.try_acquire(B).err(),
+            Some(ConnectionRefused::TooManyTotal { max: 1 })
+        );
+    }
+
+    #[test]
+    fn an_override_replaces_the_per_ip_limit_for_its_address() {
+        let (overrides, skipped) = parse_overrides(" 10.0.0.1:3, localhost:5,bad,::1:2");
+        assert_eq!(skipped, ["localhost:5", "bad"]);
+        assert_eq!(overrides.get(&A), Some(&3));
+        assert_eq!(overrides.get(&"::1".parse::<IpAddr>().expect("ip")), Some(&2));
+        let quotas = ConnectionQuotas::with_limits(ConnectionLimits {
+            per_ip_overrides: overrides,
+            ..ConnectionLimits::new(100, 1)
+        });
+        let held: Vec<_> = (0..3).map(|_| quotas.try_acquire(A)).collect();
+        assert!(held.iter().all(Result::is_ok));
+        assert_eq!(
+            quotas.try_acquire(A).err(),
+            Some(ConnectionRefused::TooManyFromIp { ip: A, max: 3 })
+        );
+        let _b = quotas.try_acquire(B).expect("b");
+        assert!(quotas.try_acquire(B).is_err(), "the default for others");
     }
 }

@@ -67,9 +67,20 @@ impl SocketServer {
         handler: Arc<H>,
         config: NetworkConfig,
     ) -> SocketServer {
+        let quotas = ConnectionQuotas::new(config.max_connections, config.max_connections_per_ip);
+        Self::start_with_quotas(listeners, handler, config, quotas)
+    }
+
+    /// [`SocketServer::start`] counting against `quotas`, whose limits the owner may change
+    /// while the server runs (dynamic `max.connections*`); `config`'s limits are not used.
+    pub fn start_with_quotas<H: RequestHandler>(
+        listeners: Vec<(String, TcpListener)>,
+        handler: Arc<H>,
+        config: NetworkConfig,
+        quotas: Arc<ConnectionQuotas>,
+    ) -> SocketServer {
         let (state, _) = watch::channel(ServerState::Running);
         let (task_token, tasks_done) = mpsc::channel(1);
-        let quotas = ConnectionQuotas::new(config.max_connections, config.max_connections_per_ip);
         let config = Arc::new(config);
         let mut local_addrs = Vec::with_capacity(listeners.len());
         for (name, listener) in listeners {

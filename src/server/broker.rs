@@ -121,10 +121,14 @@ async fn start_registered(
     load_topic_configs(&zk, &log_manager).await?;
     // The dynamic broker configs (`/config/brokers/<default>`, `/config/brokers/<id>`) before
     // serving, as Kafka reads them at start-up; later changes come through /config/changes.
+    let connection_quotas = crate::network::connection_quotas::ConnectionQuotas::with_limits(
+        crate::server::dynamic_config::connection_limits(config),
+    );
     let dynamic_targets = crate::server::dynamic_config::Targets {
         id,
         static_config: Arc::new(config.clone()),
         log_manager: log_manager.clone(),
+        connection_quotas: connection_quotas.clone(),
     };
     crate::server::dynamic_config::apply_broker_configs(&zk, &dynamic_targets)
         .await
@@ -207,10 +211,11 @@ async fn start_registered(
     .await;
     let _ = apis.controller.set(controller.clone());
     // Like Kafka, requests are served only once the broker is registered.
-    let server = SocketServer::start(
+    let server = SocketServer::start_with_quotas(
         bound.into_iter().map(listeners::BoundListener::into_parts).collect(),
         apis.clone(),
         network_config(config),
+        connection_quotas,
     );
     // Replication: leaders' ISR writes, the state-znode safety net, the ISR expiry check.
     let (isr_tx, isr_rx) = mpsc::unbounded_channel();

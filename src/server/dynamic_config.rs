@@ -4,7 +4,8 @@
 //! remembers the last one processed, deletes notifications older than 15 minutes, and applies
 //! each change without a restart: a topic's `/config/topics/<t>` to that topic's logs, the
 //! broker entities `/config/brokers/<default>` and `/config/brokers/<this id>` (layered on the
-//! static config, [`crate::config::dynamic`]) to the broker-level log defaults of every log.
+//! static config, [`crate::config::dynamic`]) to the broker-level log defaults of every log
+//! and to the acceptor's connection limits; a changed key kastle only stores is logged as such.
 //!
 //! The decisions (which notifications, which to purge, which entity a payload names) are pure
 //! functions below; ZooKeeper and the logs are at the edge, in [`run`].
@@ -18,6 +19,7 @@ use tokio::sync::watch;
 use crate::config::{dynamic, KafkaConfig};
 use crate::log::config::LogConfig;
 use crate::log::log_manager::LogManager;
+use crate::network::connection_quotas::{self, ConnectionLimits, ConnectionQuotas};
 use crate::types::BrokerId;
 use crate::zk::models::{ConfigChangeNotification, ZNodePayload};
 use crate::zk::paths;
@@ -114,6 +116,54 @@ pub fn broker_log_defaults(
     per_broker: &BTreeMap<String, String>,
     id: BrokerId,
 ) -> LogConfig {
+    LogConfig::from_broker(&effective_config(static_config, cluster_default, per_broker, id))
+}
+
+/// The acceptor's limits from a (static or effective) broker config: `max.connections`,
+/// `max.connections.per.ip` (0 or unset: unlimited) and `max.connections.per.ip.overrides`.
+pub fn connection_limits(config: &KafkaConfig) -> ConnectionLimits {
+    let get = |k: &str| {
+        config
+            .get_i64(k)
+            .filter(|v| *v > 0)
+            .map_or(i32::MAX as usize, |v| v as usize)
+    };
+    let (per_ip_overrides, skipped) =
+        connection_quotas::parse_overrides(config.get_str("max.connections.per.ip.overrides").unwrap_or(""));
+    for entry in skipped {
+        tracing::warn!(%entry, "max.connections.per.ip.overrides: only IP addresses are applied by kastle; entry ignored");
+    }
+    ConnectionLimits {
+        per_ip_overrides,
+        ..ConnectionLimits::new(get("max.connections"), get("max.connections.per.ip"))
+    }
+}
+
+/// The dynamic keys set in either layer that kastle stores but does not apply.
+pub fn stored_only_keys<'a>(
+    cluster_default: &'a BTreeMap<String, String>,
+    per_broker: &'a BTreeMap<String, String>,
+) -> Vec<&'a str> {
+    let mut keys: Vec<&str> = cluster_default
+        .keys()
+        .chain(per_broker.keys())
+        .map(String::as_str)
+        .filter(|k| dynamic::effect(k) == Some(dynamic::Effect::Stored))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// The static config with the dynamic layers applied: static config < `<default>` < `<id>`.
+/// Entries Kafka would ignore are logged and skipped; layers that do not combine with the
+/// static config leave it as it is.
+pub fn effective_config(
+    static_config: &KafkaConfig,
+    cluster_default: &BTreeMap<String, String>,
+    per_broker: &BTreeMap<String, String>,
+    id: BrokerId,
+) -> KafkaConfig {
     let (merged, ignored) = dynamic::merge_layers(cluster_default, per_broker);
     for (key, why) in ignored {
         tracing::warn!(%key, %why, "ignoring a dynamic broker config from ZooKeeper");
@@ -124,10 +174,10 @@ pub fn broker_log_defaults(
         paths::config_entity("brokers", &id.to_string())
     };
     match static_config.with_dynamic(&merged, &entity) {
-        Ok(effective) => LogConfig::from_broker(&effective),
+        Ok(effective) => effective,
         Err(why) => {
             tracing::warn!(%why, "the dynamic broker configs do not combine with the static config; keeping the static config");
-            LogConfig::from_broker(static_config)
+            static_config.clone()
         }
     }
 }
@@ -138,6 +188,8 @@ pub struct Targets {
     pub id: BrokerId,
     pub static_config: Arc<KafkaConfig>,
     pub log_manager: Arc<LogManager>,
+    /// The acceptor's connection limits (`max.connections*`).
+    pub connection_quotas: Arc<ConnectionQuotas>,
 }
 
 /// Reads both broker entities and applies the result to every log.
@@ -154,7 +206,12 @@ pub async fn apply_broker_configs<S: ZkStore>(zk: &KafkaZkClient<S>, targets: &T
     let cluster = read(DEFAULT_ENTITY.to_string()).await?;
     let broker = read(targets.id.to_string()).await?;
     tracing::info!(?cluster, ?broker, "applying the dynamic broker configs");
-    let defaults = broker_log_defaults(&targets.static_config, &cluster, &broker, targets.id);
+    for key in stored_only_keys(&cluster, &broker) {
+        tracing::warn!("stored, not applied by kastle: {key}");
+    }
+    let effective = effective_config(&targets.static_config, &cluster, &broker, targets.id);
+    targets.connection_quotas.update(connection_limits(&effective));
+    let defaults = LogConfig::from_broker(&effective);
     let manager = targets.log_manager.clone();
     // Locks every log in turn (one may be held through a slow write): off the async workers.
     let _ = tokio::task::spawn_blocking(move || manager.update_broker_defaults(defaults)).await;
@@ -378,6 +435,7 @@ mod tests {
             id: BrokerId(1),
             static_config: Arc::new(KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181")]).expect("config")),
             log_manager: manager.clone(),
+            connection_quotas: ConnectionQuotas::new(100, 100),
         };
         let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -444,5 +502,67 @@ mod tests {
         // A non-dynamic key in ZooKeeper changes nothing.
         let c = broker_log_defaults(&static_config, &p(&[("log.retention.hours", "1")]), &none, id);
         assert_eq!(c.retention_ms, 1000);
+    }
+
+    #[test]
+    fn dynamic_connection_limits_layer_on_the_static_ones() {
+        let static_config =
+            KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181"), ("max.connections", "50")]).expect("config");
+        let p = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let none = BTreeMap::new();
+        let id = BrokerId(1);
+        let l = connection_limits(&effective_config(&static_config, &none, &none, id));
+        assert_eq!((l.max_connections, l.max_connections_per_ip), (50, i32::MAX as usize));
+        let cluster = p(&[
+            ("max.connections.per.ip", "3"),
+            ("max.connections.per.ip.overrides", "127.0.0.1:7"),
+        ]);
+        let broker = p(&[("max.connections", "20")]);
+        let l = connection_limits(&effective_config(&static_config, &cluster, &broker, id));
+        assert_eq!((l.max_connections, l.max_connections_per_ip), (20, 3));
+        assert_eq!(l.per_ip("127.0.0.1".parse().expect("ip")), 7);
+        assert_eq!(l.per_ip("127.0.0.2".parse().expect("ip")), 3);
+    }
+
+    #[test]
+    fn keys_kastle_only_stores_are_named() {
+        let p = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let cluster = p(&[
+            ("background.threads", "4"),
+            ("log.retention.ms", "1"),
+            ("custom.key", "x"),
+        ]);
+        let broker = p(&[
+            ("background.threads", "5"),
+            ("listener.name.external.max.connections", "3"),
+        ]);
+        assert_eq!(
+            stored_only_keys(&cluster, &broker),
+            ["background.threads", "listener.name.external.max.connections"]
+        );
+    }
+
+    #[test]
+    fn compression_and_timestamp_bounds_are_live_log_defaults() {
+        let static_config = KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181")]).expect("config");
+        let p = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let cluster = p(&[
+            ("compression.type", "gzip"),
+            ("log.message.timestamp.before.max.ms", "1000"),
+            ("log.message.timestamp.after.max.ms", "2000"),
+        ]);
+        let c = broker_log_defaults(&static_config, &cluster, &BTreeMap::new(), BrokerId(1));
+        assert_eq!(c.compression, Some(crate::protocol::record_batch::Compression::Gzip));
+        assert_eq!((c.timestamp_before_max_ms, c.timestamp_after_max_ms), (1000, 2000));
+        assert!(
+            stored_only_keys(&cluster, &BTreeMap::new()).is_empty(),
+            "applied, so no warning"
+        );
     }
 }

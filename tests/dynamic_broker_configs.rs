@@ -1,0 +1,139 @@
+//! Dynamic broker keys beyond the log defaults, against a real ZooKeeper and broker: a
+//! cluster-wide `max.connections.per.ip` lowered with IncrementalAlterConfigs on `<default>`
+//! refuses the next connection from that address while the open ones stay, a key kastle
+//! only stores logs that it is not applied, and a cluster-wide
+//! `unclean.leader.election.enable` reaches the controller's offline election live.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::cluster_ready;
+use common::replicas::{create_topic, isr, leader};
+use common::wire::Wire;
+use common::{bootstrap_of, unique_chroot, wait_until, wait_until_else, zookeeper, BrokerProcess, BrokerSpec};
+use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+use kafka_protocol::messages::{ApiVersionsRequest, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+use kafka_protocol::protocol::StrBytes;
+use kastle::protocol::error_codes as ec;
+
+/// IncrementalAlterConfigs SET of `pairs` on the broker entity `name` ("" is `<default>`).
+fn set_broker(name: &str, pairs: &[(&str, &str)]) -> IncrementalAlterConfigsRequest {
+    IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+        .with_resource_type(4)
+        .with_resource_name(StrBytes::from_string(name.to_string()))
+        .with_configs(
+            pairs
+                .iter()
+                .map(|(k, v)| {
+                    AlterableConfig::default()
+                        .with_name(StrBytes::from_string(k.to_string()))
+                        .with_config_operation(0)
+                        .with_value(Some(StrBytes::from_string(v.to_string())))
+                })
+                .collect(),
+        )])
+}
+
+/// Whether a new connection gets ApiVersions answered (a refused one is closed unanswered).
+async fn answered(addr: &str) -> bool {
+    let Some(mut wire) = Wire::try_connect(addr, Duration::from_secs(5)).await else {
+        return false;
+    };
+    wire.try_send(&ApiVersionsRequest::default(), 2, Duration::from_secs(5))
+        .await
+        .is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lowered_max_connections_per_ip_refuses_new_connections_live() {
+    common::init_logging();
+    let chroot = unique_chroot("dyn_conns");
+    let broker = BrokerProcess::start(&BrokerSpec::new(1, &zookeeper().connect(&chroot)).session_timeout_ms(3_000));
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 1).await;
+    let addr = bootstrap_of(&zk, 1).await;
+    // From 127.0.0.1: this admin connection, a second one, and the controller's own channel.
+    let mut admin = Wire::connect(&addr).await;
+    let _second = Wire::connect(&addr).await;
+    assert!(answered(&addr).await, "no limit yet: another connection is served");
+
+    let response: IncrementalAlterConfigsResponse = admin
+        .send(
+            &set_broker("", &[("max.connections.per.ip", "2"), ("background.threads", "4")]),
+            1,
+        )
+        .await;
+    assert_eq!(response.responses[0].error_code, ec::NONE);
+    wait_until(
+        Duration::from_secs(30),
+        "the broker refuses another connection",
+        || async { !answered(&addr).await },
+    )
+    .await;
+    // The connections already open stay open.
+    let still: Option<IncrementalAlterConfigsResponse> = admin
+        .try_send(
+            &set_broker("", &[("max.connections.per.ip", "10")]),
+            1,
+            Duration::from_secs(10),
+        )
+        .await;
+    assert_eq!(still.map(|r| r.responses[0].error_code), Some(ec::NONE));
+    wait_until(
+        Duration::from_secs(30),
+        "raised again: another connection is served",
+        || async { answered(&addr).await },
+    )
+    .await;
+    let stderr = broker.stderr();
+    assert!(
+        stderr.contains("stored, not applied by kastle: background.threads"),
+        "a stored-only key is logged"
+    );
+    assert!(
+        !stderr.contains("stored, not applied by kastle: max.connections.per.ip"),
+        "an applied key is not"
+    );
+}
+
+/// With the static default off, `<default>` altered to allow unclean election lets the
+/// controller elect a replica outside the ISR once the only in-sync one is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_takes_unclean_leader_election_from_the_live_broker_default() {
+    common::init_logging();
+    let chroot = unique_chroot("dyn_unclean_default");
+    let specs: Vec<BrokerSpec> = (1..=2)
+        .map(|id| BrokerSpec::new(id, &zookeeper().connect(&chroot)).session_timeout_ms(3_000))
+        .collect();
+    let mut first = Some(BrokerProcess::start(&specs[0]));
+    let second = BrokerProcess::start(&specs[1]);
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 2).await;
+    create_topic(&zk, "risky", "[1,2]").await;
+    wait_until(Duration::from_secs(30), "ISR of two", || async {
+        isr(&zk, "risky").await.len() == 2
+    })
+    .await;
+    let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
+    let response: IncrementalAlterConfigsResponse = wire
+        .send(&set_broker("", &[("unclean.leader.election.enable", "true")]), 1)
+        .await;
+    assert_eq!(response.responses[0].error_code, ec::NONE);
+
+    // Broker 2 goes, then the leader: the only in-sync replica is down.
+    second.signal("KILL");
+    wait_until(Duration::from_secs(30), "ISR of broker 1 alone", || async {
+        isr(&zk, "risky").await == [1] && leader(&zk, "risky").await == 1
+    })
+    .await;
+    first.take();
+    let second = second.restart(&specs[1]);
+    wait_until_else(
+        Duration::from_secs(30),
+        "broker 2 elected uncleanly",
+        || async { leader(&zk, "risky").await == 2 },
+        || second.stderr(),
+    )
+    .await;
+}
