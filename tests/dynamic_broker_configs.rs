@@ -137,3 +137,92 @@ async fn the_controller_takes_unclean_leader_election_from_the_live_broker_defau
     )
     .await;
 }
+
+/// `num.replica.fetchers` raised on `<default>` re-hashes the followers' partitions onto three
+/// fetcher tasks per leader (logged), acks=all produce keeps being acknowledged across the
+/// change, and every replica ends with the leader's batches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn num_replica_fetchers_resizes_the_follower_fetcher_pool_live() {
+    use common::cluster::create_topic_by_hand;
+    use common::replicas::{batch_crcs, log_end, produce_request, spec};
+    use kafka_protocol::messages::ProduceResponse;
+
+    common::init_logging();
+    let chroot = unique_chroot("dyn_fetchers");
+    let brokers: Vec<BrokerProcess> = (1..=3).map(|id| BrokerProcess::start(&spec(&chroot, id, &[]))).collect();
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 3).await;
+    // Six partitions, all led by broker 1: each follower fetches six partitions from one leader.
+    let topic = "fanned";
+    let parts = 6;
+    let assignment: Vec<String> = (0..parts).map(|p| format!(r#""{p}":[1,2,3]"#)).collect();
+    create_topic_by_hand(&zk, topic, &format!("{{{}}}", assignment.join(","))).await;
+    let addr = bootstrap_of(&zk, 1).await;
+    let produce_all = |round: i32| {
+        (0..parts).map(move |p| {
+            let mut request = produce_request(topic, -1, format!("r{round}-p{p}").as_bytes());
+            request.topic_data[0].partition_data[0].index = p;
+            request
+        })
+    };
+    let mut acked = 0;
+    wait_until(Duration::from_secs(30), "acks=all produce to every partition", || {
+        let requests: Vec<_> = produce_all(0).collect();
+        let addr = addr.clone();
+        async move {
+            let mut wire = Wire::connect(&addr).await;
+            for r in &requests {
+                let response: ProduceResponse = wire.send(r, 7).await;
+                if response.responses[0].partition_responses[0].error_code != ec::NONE {
+                    return false;
+                }
+            }
+            true
+        }
+    })
+    .await;
+    acked += 1;
+
+    let mut wire = Wire::connect(&addr).await;
+    let response: IncrementalAlterConfigsResponse =
+        wire.send(&set_broker("", &[("num.replica.fetchers", "3")]), 1).await;
+    assert_eq!(response.responses[0].error_code, ec::NONE);
+    for b in &brokers[1..] {
+        wait_until_else(
+            Duration::from_secs(30),
+            "the follower runs three fetcher tasks for its leader",
+            || async {
+                b.stderr()
+                    .lines()
+                    .any(|l| l.contains("resized the replica fetcher pool") && l.contains("to=3") && l.contains("fetchers=3"))
+            },
+            || b.stderr(),
+        )
+        .await;
+    }
+    for round in 1..=3 {
+        for r in produce_all(round) {
+            let response: ProduceResponse = wire.send(&r, 7).await;
+            assert_eq!(
+                response.responses[0].partition_responses[0].error_code,
+                ec::NONE,
+                "acks=all produce after the resize"
+            );
+        }
+        acked += 1;
+    }
+    for p in 0..parts {
+        wait_until(Duration::from_secs(30), "every replica caught up", || async {
+            brokers.iter().all(|b| log_end(&b.log_dir, topic, p) >= acked)
+        })
+        .await;
+        let first = batch_crcs(&brokers[0].log_dir, topic, p);
+        for b in &brokers[1..] {
+            assert_eq!(batch_crcs(&b.log_dir, topic, p), first, "partition {p} diverged");
+        }
+    }
+    assert!(
+        !brokers[1].stderr().contains("stored, not applied by kastle: num.replica.fetchers"),
+        "an applied key is not logged as stored"
+    );
+}

@@ -83,7 +83,7 @@ pub const DYNAMIC_BROKER_KEYS: &[(&str, Scope, Effect)] = &[
     ("log.cleaner.backoff.ms", ClusterWide, Stored),
     // DynamicThreadPool.
     ("num.io.threads", ClusterWide, Stored),
-    ("num.replica.fetchers", ClusterWide, Stored),
+    ("num.replica.fetchers", ClusterWide, Live),
     ("num.recovery.threads.per.data.dir", ClusterWide, Stored),
     ("background.threads", ClusterWide, Stored),
     ("metric.reporters", ClusterWide, Stored),

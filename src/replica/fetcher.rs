@@ -98,11 +98,25 @@ struct FetcherTask {
     handle: JoinHandle<()>,
 }
 
+/// The tasks and how many there are per leader (one lock, so `add` and `resize` agree).
+#[derive(Debug, Default)]
+struct Pool {
+    per_leader: usize,
+    tasks: HashMap<(BrokerId, usize), FetcherTask>,
+}
+
 /// Every follower fetch task of this broker.
 #[derive(Debug)]
 pub struct FetcherManager {
     config: FetcherConfig,
-    tasks: Mutex<HashMap<(BrokerId, usize), FetcherTask>>,
+    pool: Mutex<Pool>,
+}
+
+/// Where `tp`, fetched by task `index`, goes when there are `to` tasks per leader (`None`: it
+/// stays).
+pub fn rehomed(tp: &TopicPartition, index: usize, to: usize) -> Option<usize> {
+    let new = fetcher_index(tp, to);
+    (new != index).then_some(new)
 }
 
 /// Which of `n` fetcher tasks replicates `tp`.
@@ -115,34 +129,47 @@ pub fn fetcher_index(tp: &TopicPartition, n: usize) -> usize {
 
 impl FetcherManager {
     pub fn new(config: FetcherConfig) -> Self {
+        let per_leader = config.num_fetchers.max(1);
         FetcherManager {
             config,
-            tasks: Mutex::new(HashMap::new()),
+            pool: Mutex::new(Pool {
+                per_leader,
+                tasks: HashMap::new(),
+            }),
         }
     }
 
-    fn tasks(&self) -> std::sync::MutexGuard<'_, HashMap<(BrokerId, usize), FetcherTask>> {
-        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    fn pool(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the task `key` fetching from `addr` unless it runs already (against that address).
+    fn task_for<'a>(&self, pool: &'a mut Pool, key: (BrokerId, usize), addr: &str) -> &'a FetcherTask {
+        if pool.tasks.get(&key).is_some_and(|t| t.addr != addr) {
+            // The leader moved to another address (a restart on a new port): start over.
+            if let Some(old) = pool.tasks.remove(&key) {
+                old.handle.abort();
+            }
+        }
+        pool.tasks.entry(key).or_insert_with(|| {
+            let shared = Arc::new(TaskShared::default());
+            let handle = tokio::spawn(run_task(self.config.clone(), key.0, addr.to_string(), shared.clone()));
+            tracing::info!(leader = %key.0, %addr, index = key.1, "started replica fetcher");
+            FetcherTask {
+                addr: addr.to_string(),
+                shared,
+                handle,
+            }
+        })
     }
 
     /// Starts (or moves) fetching `partition` from `leader` at `addr` in `leader_epoch`.
     pub fn add(&self, partition: Arc<Partition>, leader: BrokerId, addr: String, leader_epoch: i32) {
         let tp = partition.tp.clone();
-        self.remove(std::slice::from_ref(&tp));
-        let key = (leader, fetcher_index(&tp, self.config.num_fetchers));
-        let mut tasks = self.tasks();
-        if tasks.get(&key).is_some_and(|t| t.addr != addr) {
-            // The leader moved to another address (a restart on a new port): start over.
-            if let Some(old) = tasks.remove(&key) {
-                old.handle.abort();
-            }
-        }
-        let task = tasks.entry(key).or_insert_with(|| {
-            let shared = Arc::new(TaskShared::default());
-            let handle = tokio::spawn(run_task(self.config.clone(), leader, addr.clone(), shared.clone()));
-            tracing::info!(leader = %leader, %addr, index = key.1, "started replica fetcher");
-            FetcherTask { addr, shared, handle }
-        });
+        let mut pool = self.pool();
+        remove_from(&mut pool, std::slice::from_ref(&tp));
+        let key = (leader, fetcher_index(&tp, pool.per_leader));
+        let task = self.task_for(&mut pool, key, &addr);
         task.shared.partitions().insert(
             tp,
             Fetching {
@@ -156,25 +183,65 @@ impl FetcherManager {
 
     /// Stops fetching these partitions; tasks left without partitions end.
     pub fn remove(&self, tps: &[TopicPartition]) {
-        let mut tasks = self.tasks();
-        for task in tasks.values() {
+        remove_from(&mut self.pool(), tps);
+    }
+
+    /// Kafka's `AbstractFetcherManager.resizeThreadPool` (`num.replica.fetchers` changed live):
+    /// every partition is re-hashed onto `per_leader` tasks per leader, keeping its leader epoch
+    /// (a task fetches from the partition's log end, so nothing is skipped or fetched twice),
+    /// and the tasks left without partitions are stopped.
+    pub fn resize(&self, per_leader: usize) {
+        let per_leader = per_leader.max(1);
+        let mut pool = self.pool();
+        let from = pool.per_leader;
+        if from == per_leader {
+            return;
+        }
+        pool.per_leader = per_leader;
+        let mut moving = Vec::new();
+        for (&(leader, index), task) in &pool.tasks {
             let mut parts = task.shared.partitions();
-            for tp in tps {
-                parts.remove(tp);
+            let tps: Vec<(TopicPartition, usize)> = parts
+                .keys()
+                .filter_map(|tp| rehomed(tp, index, per_leader).map(|to| (tp.clone(), to)))
+                .collect();
+            for (tp, to) in tps {
+                if let Some(f) = parts.remove(&tp) {
+                    moving.push((leader, to, task.addr.clone(), tp, f));
+                }
             }
         }
-        tasks.retain(|_, t| {
-            let idle = t.shared.partitions().is_empty();
-            if idle {
-                t.handle.abort();
-            }
-            !idle
-        });
+        let moved = moving.len();
+        for (leader, to, addr, tp, f) in moving {
+            let key = (leader, to);
+            let task = self.task_for(&mut pool, key, &addr);
+            task.shared.partitions().insert(
+                tp,
+                Fetching {
+                    retry_at: None,
+                    ..f
+                },
+            );
+            task.shared.wake.notify_one();
+        }
+        remove_from(&mut pool, &[]);
+        tracing::info!(from, to = per_leader, moved, fetchers = pool.tasks.len(), "resized the replica fetcher pool");
+    }
+
+    /// Fetcher tasks running now (over all leaders).
+    pub fn fetcher_count(&self) -> usize {
+        self.pool().tasks.len()
+    }
+
+    /// Fetcher tasks per leader (`num.replica.fetchers` as last applied).
+    pub fn per_leader(&self) -> usize {
+        self.pool().per_leader
     }
 
     /// Partitions currently being fetched.
     pub fn fetching(&self) -> Vec<TopicPartition> {
-        self.tasks()
+        self.pool()
+            .tasks
             .values()
             .flat_map(|t| t.shared.partitions().keys().cloned().collect::<Vec<_>>())
             .collect()
@@ -182,7 +249,8 @@ impl FetcherManager {
 
     /// Kafka's `ReplicaFetcherManager` MaxLag: the largest lag in messages over all tasks.
     pub fn max_lag(&self) -> i64 {
-        self.tasks()
+        self.pool()
+            .tasks
             .values()
             .map(|t| t.shared.max_lag.load(Ordering::Relaxed))
             .max()
@@ -190,10 +258,27 @@ impl FetcherManager {
     }
 
     pub fn shutdown(&self) {
-        for (_, task) in self.tasks().drain() {
+        for (_, task) in self.pool().tasks.drain() {
             task.handle.abort();
         }
     }
+}
+
+/// Drops `tps` from every task; tasks left without partitions end.
+fn remove_from(pool: &mut Pool, tps: &[TopicPartition]) {
+    for task in pool.tasks.values() {
+        let mut parts = task.shared.partitions();
+        for tp in tps {
+            parts.remove(tp);
+        }
+    }
+    pool.tasks.retain(|_, t| {
+        let idle = t.shared.partitions().is_empty();
+        if idle {
+            t.handle.abort();
+        }
+        !idle
+    });
 }
 
 /// One fetcher task's loop.
@@ -305,6 +390,9 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
                 else {
                     continue;
                 };
+                if !shared.partitions().contains_key(&tp) {
+                    continue; // moved to another task (a resize) or removed while in flight
+                }
                 match data.error_code {
                     ec::NONE => {}
                     ec::OFFSET_OUT_OF_RANGE => {
@@ -517,6 +605,33 @@ mod tests {
             assert_eq!(fetcher_index(&tp(p), 3), expected(p));
         }
         assert_eq!(fetcher_index(&tp(5), 1), 0);
+    }
+
+    #[test]
+    fn a_resize_rehashes_partitions_onto_the_new_task_count() {
+        let tps: Vec<TopicPartition> = (0..12)
+            .map(|p| TopicPartition {
+                topic: "topic".into(),
+                partition: p,
+            })
+            .collect();
+        // One task to three: each partition lands where Kafka's getFetcherId puts it.
+        let mut used = std::collections::BTreeSet::new();
+        for tp in &tps {
+            let to = rehomed(tp, 0, 3).unwrap_or(0);
+            assert_eq!(to, fetcher_index(tp, 3));
+            used.insert(to);
+        }
+        assert_eq!(used.len(), 3, "all three tasks get partitions");
+        // Those already on the right task stay put.
+        for tp in &tps {
+            assert_eq!(rehomed(tp, fetcher_index(tp, 3), 3), None);
+        }
+        // Three back to one: everything goes to task 0.
+        for tp in &tps {
+            let from = fetcher_index(tp, 3);
+            assert_eq!(rehomed(tp, from, 1), (from != 0).then_some(0));
+        }
     }
 
     #[test]

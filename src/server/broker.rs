@@ -124,13 +124,14 @@ async fn start_registered(
     let connection_quotas = crate::network::connection_quotas::ConnectionQuotas::with_limits(
         crate::server::dynamic_config::connection_limits(config),
     );
-    let dynamic_targets = crate::server::dynamic_config::Targets {
+    let mut dynamic_targets = crate::server::dynamic_config::Targets {
         id,
         static_config: Arc::new(config.clone()),
         log_manager: log_manager.clone(),
         connection_quotas: connection_quotas.clone(),
+        replica_manager: None,
     };
-    crate::server::dynamic_config::apply_broker_configs(&zk, &dynamic_targets)
+    let effective = crate::server::dynamic_config::apply_broker_configs(&zk, &dynamic_targets)
         .await
         .map_err(KafkaZkError::from)?;
     if log_manager.live_dirs().is_empty() {
@@ -142,7 +143,8 @@ async fn start_registered(
     let bound = listeners::bind(config.listeners()).await?;
     let endpoints = listeners::advertised(config.advertised_listeners(), &bound);
 
-    let replica_manager = Arc::new(ReplicaManager::new(id, log_manager.clone(), replica_config(config)));
+    let replica_manager = Arc::new(ReplicaManager::new(id, log_manager.clone(), replica_config(&effective)));
+    dynamic_targets.replica_manager = Some(replica_manager.clone());
     let metadata_cache = Arc::new(MetadataCache::default());
     let groups = crate::coordinator::group::GroupCoordinator::new(
         crate::coordinator::group::GroupConfig::from_config(config),
@@ -529,7 +531,7 @@ fn replica_config(config: &KafkaConfig) -> crate::replica::ReplicaConfig {
         replica_lag_time_max_ms: config.get_i64("replica.lag.time.max.ms").unwrap_or(30_000).max(1),
         fetcher: FetcherConfig {
             local: BrokerId(config.broker_id()),
-            num_fetchers: int("num.replica.fetchers", 1).max(1) as usize,
+            num_fetchers: crate::server::dynamic_config::replica_fetchers(config),
             max_wait_ms: int("replica.fetch.wait.max.ms", d.max_wait_ms).max(0),
             min_bytes: int("replica.fetch.min.bytes", d.min_bytes).max(1),
             partition_max_bytes: int("replica.fetch.max.bytes", d.partition_max_bytes).max(1),

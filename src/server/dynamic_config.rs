@@ -20,6 +20,7 @@ use crate::config::{dynamic, KafkaConfig};
 use crate::log::config::LogConfig;
 use crate::log::log_manager::LogManager;
 use crate::network::connection_quotas::{self, ConnectionLimits, ConnectionQuotas};
+use crate::replica::ReplicaManager;
 use crate::types::BrokerId;
 use crate::zk::models::{ConfigChangeNotification, ZNodePayload};
 use crate::zk::paths;
@@ -190,10 +191,22 @@ pub struct Targets {
     pub log_manager: Arc<LogManager>,
     /// The acceptor's connection limits (`max.connections*`).
     pub connection_quotas: Arc<ConnectionQuotas>,
+    /// The follower fetchers (`num.replica.fetchers`); `None` before the ReplicaManager exists
+    /// (the start-up read, whose result the ReplicaManager is built from).
+    pub replica_manager: Option<Arc<ReplicaManager>>,
 }
 
-/// Reads both broker entities and applies the result to every log.
-pub async fn apply_broker_configs<S: ZkStore>(zk: &KafkaZkClient<S>, targets: &Targets) -> Result<(), ZkError> {
+/// `num.replica.fetchers`: fetcher tasks per leader (at least one).
+pub fn replica_fetchers(config: &KafkaConfig) -> usize {
+    config.get_i32("num.replica.fetchers").unwrap_or(1).max(1) as usize
+}
+
+/// Reads both broker entities and applies the result to every log, the connection limits and
+/// the replica fetcher pool; returns the effective config.
+pub async fn apply_broker_configs<S: ZkStore>(
+    zk: &KafkaZkClient<S>,
+    targets: &Targets,
+) -> Result<KafkaConfig, ZkError> {
     let read = |name: String| async move {
         zk.entity_config("brokers", &name).await.map_err(|e| match e {
             crate::zk::KafkaZkError::Zk(e) => e,
@@ -211,11 +224,14 @@ pub async fn apply_broker_configs<S: ZkStore>(zk: &KafkaZkClient<S>, targets: &T
     }
     let effective = effective_config(&targets.static_config, &cluster, &broker, targets.id);
     targets.connection_quotas.update(connection_limits(&effective));
+    if let Some(rm) = &targets.replica_manager {
+        rm.fetchers().resize(replica_fetchers(&effective));
+    }
     let defaults = LogConfig::from_broker(&effective);
     let manager = targets.log_manager.clone();
     // Locks every log in turn (one may be held through a slow write): off the async workers.
     let _ = tokio::task::spawn_blocking(move || manager.update_broker_defaults(defaults)).await;
-    Ok(())
+    Ok(effective)
 }
 
 /// Applies `topic`'s overrides to its logs here (Kafka's `TopicConfigHandler`); a topic this
@@ -269,8 +285,8 @@ async fn process<S: ZkStore>(
             .and_then(|n| entity_of(&n))
         {
             Ok(ConfigEntity::Topic(topic)) => apply_topic_config(zk, targets, topic).await?,
-            Ok(ConfigEntity::BrokerDefault) => apply_broker_configs(zk, targets).await?,
-            Ok(ConfigEntity::Broker(id)) if id == targets.id => apply_broker_configs(zk, targets).await?,
+            Ok(ConfigEntity::BrokerDefault) => apply_broker_configs(zk, targets).await.map(|_| ())?,
+            Ok(ConfigEntity::Broker(id)) if id == targets.id => apply_broker_configs(zk, targets).await.map(|_| ())?,
             Ok(ConfigEntity::Broker(_)) => {}
             Ok(ConfigEntity::Other(entity)) => tracing::debug!(%entity, "config change not applied by kastle"),
             Err(why) => tracing::error!(%path, %why, "ignoring a malformed config change notification"),
@@ -436,6 +452,7 @@ mod tests {
             static_config: Arc::new(KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181")]).expect("config")),
             log_manager: manager.clone(),
             connection_quotas: ConnectionQuotas::new(100, 100),
+            replica_manager: None,
         };
         let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
