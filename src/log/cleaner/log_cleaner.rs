@@ -31,7 +31,7 @@ use crate::types::TopicPartition;
 pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 
 /// The broker's `log.cleaner.*` settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CleanerConfig {
     pub enable: bool,
     pub threads: usize,
@@ -103,12 +103,14 @@ struct CleanerState {
     uncleanable: HashSet<TopicPartition>,
     last_clean_secs: HashMap<usize, f64>,
     stopped: bool,
+    /// Shut down for good: a reconfiguration does not start threads again.
+    closed: bool,
 }
 
 /// The broker's log cleaner.
 pub struct LogCleaner {
     manager: Arc<LogManager>,
-    config: CleanerConfig,
+    config: Mutex<CleanerConfig>,
     high_watermark: HighWatermarks,
     state: Mutex<CleanerState>,
     wake: Condvar,
@@ -117,7 +119,7 @@ pub struct LogCleaner {
 
 impl std::fmt::Debug for LogCleaner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LogCleaner").field("config", &self.config).finish()
+        f.debug_struct("LogCleaner").field("config", &self.config()).finish()
     }
 }
 
@@ -137,11 +139,50 @@ impl LogCleaner {
         }
         LogCleaner {
             manager,
-            config,
+            config: Mutex::new(config),
             high_watermark,
             state: Mutex::new(state),
             wake: Condvar::new(),
             threads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The settings the threads run with now.
+    pub fn config(&self) -> CleanerConfig {
+        self.config.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Cleaner threads running now.
+    pub fn thread_count(&self) -> usize {
+        self.threads.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Kafka's `LogCleaner.reconfigure`: stops the threads (a cleaning in progress stops after
+    /// its current segment group; its checkpoint stays where it was) and starts
+    /// `config.threads` new ones with `config`. Blocks while the old threads finish.
+    pub fn reconfigure(self: &Arc<Self>, config: CleanerConfig) {
+        if self.config() == config {
+            return;
+        }
+        self.stop_threads();
+        *self.config.lock().unwrap_or_else(|p| p.into_inner()) = config.clone();
+        {
+            let mut state = self.state();
+            if state.closed {
+                return;
+            }
+            state.stopped = false;
+        }
+        self.start();
+        tracing::info!(threads = self.thread_count(), backoff_ms = config.backoff.as_millis() as u64, dedupe_buffer_size = config.dedupe_buffer_size, io_buffer_size = config.io_buffer_size, "reconfigured the log cleaner");
+    }
+
+    fn stop_threads(&self) {
+        self.state().stopped = true;
+        self.wake.notify_all();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        for t in threads {
+            let _ = t.join();
         }
     }
 
@@ -154,7 +195,7 @@ impl LogCleaner {
     pub fn start(self: &Arc<Self>) {
         metrics::gauge!("kafka_log_logcleanermanager_uncleanable_partitions_count").set(0.0);
         let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-        for id in 0..self.config.threads {
+        for id in 0..self.config().threads {
             let me = self.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("kafka-log-cleaner-thread-{id}"))
@@ -178,19 +219,16 @@ impl LogCleaner {
             if state.stopped {
                 return;
             }
-            let _ = self.wake.wait_timeout(state, self.config.backoff);
+            let backoff = self.config().backoff;
+            let _ = self.wake.wait_timeout(state, backoff);
         }
     }
 
     /// Stops the threads (a cleaning in progress stops after its current segment group) and
     /// waits for them.
     pub fn shutdown(&self) {
-        self.state().stopped = true;
-        self.wake.notify_all();
-        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
-        for t in threads {
-            let _ = t.join();
-        }
+        self.state().closed = true;
+        self.stop_threads();
     }
 
     /// Where cleaning of `tp` reached, if it ever ran.
@@ -315,9 +353,10 @@ impl LogCleaner {
         view: &LogView,
         now_ms: i64,
     ) -> Result<CleanStats, CleanError> {
-        let threads = self.config.threads.max(1);
-        let budget = self.config.dedupe_buffer_size / threads;
-        let io_buffer = (self.config.io_buffer_size / threads / 2).max(4096);
+        let config = self.config();
+        let threads = config.threads.max(1);
+        let budget = config.dedupe_buffer_size / threads;
+        let io_buffer = (config.io_buffer_size / threads / 2).max(4096);
         let mut stats = CleanStats::default();
         // Kafka's `lastRecordsOfActiveProducers`, taken as the cleaning starts: those batches
         // stay (empty if need be) so producer state can be rebuilt from the cleaned log.
@@ -435,7 +474,8 @@ impl LogCleaner {
         if let Some(percent) = (100 * stats.bytes_written).checked_div(stats.bytes_read) {
             metrics::gauge!("kafka_log_logcleaner_cleaner_recopy_percent").set(percent as f64);
         }
-        let budget = (self.config.dedupe_buffer_size / self.config.threads.max(1)).max(1);
+        let config = self.config();
+        let budget = (config.dedupe_buffer_size / config.threads.max(1)).max(1);
         metrics::gauge!("kafka_log_logcleaner_max_buffer_utilization_percent")
             .set((100 * stats.map_bytes / budget) as f64);
         metrics::counter!("kastle_log_cleaner_cleanings_total").increment(1);

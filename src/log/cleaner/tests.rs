@@ -637,3 +637,36 @@ fn compressed_batches_are_compacted_and_keep_their_codec_offsets_and_indexes() {
         assert_eq!(decoded(&m, &topic), last, "{codec}");
     }
 }
+
+#[test]
+fn a_reconfiguration_restarts_the_threads_with_the_new_settings_and_they_still_clean() {
+    let dir = tempfile::tempdir().expect("dir");
+    let m = manager(dir.path());
+    let cleaner = Arc::new(cleaner(&m));
+    cleaner.start();
+    assert_eq!(cleaner.thread_count(), 1);
+    let new = CleanerConfig {
+        threads: 2,
+        backoff: std::time::Duration::from_millis(5),
+        dedupe_buffer_size: 2 << 20,
+        io_buffer_size: 1 << 17,
+        ..cleaner.config()
+    };
+    cleaner.reconfigure(new.clone());
+    assert_eq!(cleaner.thread_count(), 2);
+    assert_eq!(cleaner.config(), new);
+    // The new threads compact a log written after the change.
+    compacted(&m, "c", "1000");
+    fill(&m, "c", 300, 5);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while cleaner.checkpoint(&tp("c")).is_none() {
+        assert!(std::time::Instant::now() < deadline, "the reconfigured cleaner cleans");
+        std::thread::park_timeout(std::time::Duration::from_millis(10));
+    }
+    assert!(contents(&m, "c").len() < 300);
+    cleaner.shutdown();
+    assert_eq!(cleaner.thread_count(), 0);
+    // Shut down for good: a late reconfiguration starts nothing.
+    cleaner.reconfigure(CleanerConfig { threads: 3, ..new });
+    assert_eq!(cleaner.thread_count(), 0);
+}
