@@ -226,3 +226,77 @@ async fn num_replica_fetchers_resizes_the_follower_fetcher_pool_live() {
         "an applied key is not logged as stored"
     );
 }
+
+/// A cleaner that backs off for ten minutes never gets to a log filled after it started;
+/// `log.cleaner.backoff.ms` and `log.cleaner.threads` changed on `<default>` restart its threads
+/// with the new settings (logged) and they compact the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_cleaner_settings_restart_the_cleaner_threads_live() {
+    use common::replicas::{create_topic, produce_request, stored_batches};
+    use kafka_protocol::messages::ProduceResponse;
+    use kastle::protocol::test_support::build_batch;
+
+    common::init_logging();
+    let chroot = unique_chroot("dyn_cleaner");
+    let spec = BrokerSpec::new(1, &zookeeper().connect(&chroot))
+        .session_timeout_ms(3_000)
+        .with("log.cleanup.policy", "compact")
+        .with("log.segment.bytes", "1024")
+        .with("log.cleaner.backoff.ms", "600000");
+    let broker = BrokerProcess::start(&spec);
+    let zk = zookeeper().session(&chroot).await;
+    cluster_ready(&zk, 1).await;
+    create_topic(&zk, "squeezed", "[1]").await;
+    let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
+    // 200 updates of 4 keys over many 1 KiB segments.
+    for i in 0..200 {
+        let key = format!("k{}", i % 4);
+        let value = format!("value-{i:04}");
+        let mut request = produce_request("squeezed", 1, b"");
+        request.topic_data[0].partition_data[0].records =
+            Some(build_batch(0, -1, &[(Some(key.as_bytes()), Some(value.as_bytes()))], 1_000 + i).into());
+        let response: ProduceResponse = wire.send(&request, 7).await;
+        assert_eq!(response.responses[0].partition_responses[0].error_code, ec::NONE);
+    }
+    let records = |dir: &std::path::Path| -> i64 {
+        stored_batches(dir, "squeezed", 0)
+            .iter()
+            .map(|h| i64::from(h.record_count))
+            .sum()
+    };
+    assert_eq!(records(&broker.log_dir), 200, "the backed-off cleaner has not run");
+
+    let response: IncrementalAlterConfigsResponse = wire
+        .send(
+            &set_broker("", &[("log.cleaner.backoff.ms", "100"), ("log.cleaner.threads", "2")]),
+            1,
+        )
+        .await;
+    assert_eq!(response.responses[0].error_code, ec::NONE);
+    wait_until_else(
+        Duration::from_secs(30),
+        "the cleaner restarted with two threads",
+        || async {
+            broker
+                .stderr()
+                .lines()
+                .any(|l| l.contains("reconfigured the log cleaner") && l.contains("threads=2"))
+        },
+        || broker.stderr(),
+    )
+    .await;
+    let dir = broker.log_dir.clone();
+    wait_until_else(
+        Duration::from_secs(30),
+        "the reconfigured cleaner compacts the log",
+        || {
+            let dir = dir.clone();
+            async move { records(&dir) < 100 }
+        },
+        || format!("{} records left", records(&broker.log_dir)),
+    )
+    .await;
+    assert!(!broker
+        .stderr()
+        .contains("stored, not applied by kastle: log.cleaner.threads"));
+}

@@ -75,12 +75,12 @@ pub const DYNAMIC_BROKER_KEYS: &[(&str, Scope, Effect)] = &[
     ("log.local.retention.ms", ClusterWide, Stored),
     ("log.local.retention.bytes", ClusterWide, Stored),
     // LogCleaner.ReconfigurableConfigs (message.max.bytes is above).
-    ("log.cleaner.threads", ClusterWide, Stored),
-    ("log.cleaner.dedupe.buffer.size", ClusterWide, Stored),
+    ("log.cleaner.threads", ClusterWide, Live),
+    ("log.cleaner.dedupe.buffer.size", ClusterWide, Live),
     ("log.cleaner.io.buffer.load.factor", ClusterWide, Stored),
-    ("log.cleaner.io.buffer.size", ClusterWide, Stored),
+    ("log.cleaner.io.buffer.size", ClusterWide, Live),
     ("log.cleaner.io.max.bytes.per.second", ClusterWide, Stored),
-    ("log.cleaner.backoff.ms", ClusterWide, Stored),
+    ("log.cleaner.backoff.ms", ClusterWide, Live),
     // DynamicThreadPool.
     ("num.io.threads", ClusterWide, Stored),
     ("num.replica.fetchers", ClusterWide, Live),

@@ -130,6 +130,7 @@ async fn start_registered(
         log_manager: log_manager.clone(),
         connection_quotas: connection_quotas.clone(),
         replica_manager: None,
+        log_cleaner: None,
     };
     let effective = crate::server::dynamic_config::apply_broker_configs(&zk, &dynamic_targets)
         .await
@@ -240,6 +241,11 @@ async fn start_registered(
         rm.maybe_shrink_isrs(now_ms())
     })));
     tasks.push(tokio::spawn(groups.clone().run(stop_rx.clone())));
+    // Built from the effective config; `log.cleaner.*` changes reconfigure it live.
+    if let Some((cleaner, stopped)) = start_log_cleaner(&effective, &log_manager, &replica_manager, stop_rx.clone()) {
+        dynamic_targets.log_cleaner = Some(cleaner);
+        tasks.push(stopped);
+    }
     tasks.push(tokio::spawn(crate::server::dynamic_config::run(
         zk.clone(),
         dynamic_targets,
@@ -295,9 +301,6 @@ async fn start_registered(
             tracing::info!(deleted, "retention deleted segments");
         }
     })));
-    if let Some(stopped) = start_log_cleaner(config, &log_manager, &replica_manager, stop_rx.clone()) {
-        tasks.push(stopped);
-    }
     // Kafka's producer-expiration task (`producer.id.expiration.check.interval.ms`).
     let m = log_manager.clone();
     let every = ms(config, "producer.id.expiration.check.interval.ms", 600_000);
@@ -439,10 +442,10 @@ fn start_log_cleaner(
     manager: &Arc<LogManager>,
     replica_manager: &Arc<ReplicaManager>,
     mut stop: watch::Receiver<bool>,
-) -> Option<JoinHandle<()>> {
+) -> Option<(Arc<crate::log::cleaner::LogCleaner>, JoinHandle<()>)> {
     use crate::log::cleaner::{CleanerConfig, LogCleaner};
     let cleaner_config = CleanerConfig::from_broker(config);
-    if !cleaner_config.enable || cleaner_config.threads == 0 {
+    if !cleaner_config.enable {
         return None;
     }
     let rm = replica_manager.clone();
@@ -453,10 +456,14 @@ fn start_log_cleaner(
         Arc::new(move |tp| rm.partition(tp).map_or(0, |p| p.high_watermark())),
     ));
     cleaner.start();
-    Some(tokio::spawn(async move {
-        let _ = stop.wait_for(|s| *s).await;
-        let _ = tokio::task::spawn_blocking(move || cleaner.shutdown()).await;
-    }))
+    let running = cleaner.clone();
+    Some((
+        cleaner,
+        tokio::spawn(async move {
+            let _ = stop.wait_for(|s| *s).await;
+            let _ = tokio::task::spawn_blocking(move || running.shutdown()).await;
+        }),
+    ))
 }
 
 fn offline_with_reasons(identity_offline: &[(PathBuf, String)], manager: &LogManager) -> Vec<(PathBuf, String)> {

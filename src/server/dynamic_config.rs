@@ -20,6 +20,7 @@ use crate::config::{dynamic, KafkaConfig};
 use crate::log::config::LogConfig;
 use crate::log::log_manager::LogManager;
 use crate::network::connection_quotas::{self, ConnectionLimits, ConnectionQuotas};
+use crate::log::cleaner::{CleanerConfig, LogCleaner};
 use crate::replica::ReplicaManager;
 use crate::types::BrokerId;
 use crate::zk::models::{ConfigChangeNotification, ZNodePayload};
@@ -194,6 +195,9 @@ pub struct Targets {
     /// The follower fetchers (`num.replica.fetchers`); `None` before the ReplicaManager exists
     /// (the start-up read, whose result the ReplicaManager is built from).
     pub replica_manager: Option<Arc<ReplicaManager>>,
+    /// The log cleaner (`log.cleaner.*`); `None` when `log.cleaner.enable` is off or before it
+    /// starts.
+    pub log_cleaner: Option<Arc<LogCleaner>>,
 }
 
 /// `num.replica.fetchers`: fetcher tasks per leader (at least one).
@@ -226,6 +230,14 @@ pub async fn apply_broker_configs<S: ZkStore>(
     targets.connection_quotas.update(connection_limits(&effective));
     if let Some(rm) = &targets.replica_manager {
         rm.fetchers().resize(replica_fetchers(&effective));
+    }
+    if let Some(cleaner) = &targets.log_cleaner {
+        let wanted = CleanerConfig::from_broker(&effective);
+        if cleaner.config() != wanted {
+            let cleaner = cleaner.clone();
+            // Joins the old threads (one may be mid-cleaning): off the async workers.
+            let _ = tokio::task::spawn_blocking(move || cleaner.reconfigure(wanted)).await;
+        }
     }
     let defaults = LogConfig::from_broker(&effective);
     let manager = targets.log_manager.clone();
@@ -453,6 +465,7 @@ mod tests {
             log_manager: manager.clone(),
             connection_quotas: ConnectionQuotas::new(100, 100),
             replica_manager: None,
+            log_cleaner: None,
         };
         let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
