@@ -149,7 +149,9 @@ async fn num_replica_fetchers_resizes_the_follower_fetcher_pool_live() {
 
     common::init_logging();
     let chroot = unique_chroot("dyn_fetchers");
-    let brokers: Vec<BrokerProcess> = (1..=3).map(|id| BrokerProcess::start(&spec(&chroot, id, &[]))).collect();
+    let brokers: Vec<BrokerProcess> = (1..=3)
+        .map(|id| BrokerProcess::start(&spec(&chroot, id, &[])))
+        .collect();
     let zk = zookeeper().session(&chroot).await;
     cluster_ready(&zk, 3).await;
     // Six partitions, all led by broker 1: each follower fetches six partitions from one leader.
@@ -192,9 +194,9 @@ async fn num_replica_fetchers_resizes_the_follower_fetcher_pool_live() {
             Duration::from_secs(30),
             "the follower runs three fetcher tasks for its leader",
             || async {
-                b.stderr()
-                    .lines()
-                    .any(|l| l.contains("resized the replica fetcher pool") && l.contains("to=3") && l.contains("fetchers=3"))
+                b.stderr().lines().any(|l| {
+                    l.contains("resized the replica fetcher pool") && l.contains("to=3") && l.contains("fetchers=3")
+                })
             },
             || b.stderr(),
         )
@@ -222,7 +224,9 @@ async fn num_replica_fetchers_resizes_the_follower_fetcher_pool_live() {
         }
     }
     assert!(
-        !brokers[1].stderr().contains("stored, not applied by kastle: num.replica.fetchers"),
+        !brokers[1]
+            .stderr()
+            .contains("stored, not applied by kastle: num.replica.fetchers"),
         "an applied key is not logged as stored"
     );
 }

@@ -10,6 +10,8 @@
 //! INVALID_FETCH_SESSION_EPOCH) is answered by a full fetch. Leadership changes reach it through
 //! [`FetcherManager::add`] / [`FetcherManager::remove`]; every append is checked against the
 //! leader epoch the partition was added with, so a late response never lands after a change.
+//! A live `num.replica.fetchers` change ([`FetcherManager::resize`]) re-hashes every partition
+//! onto the new task count and stops the tasks left idle.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -215,17 +217,17 @@ impl FetcherManager {
         for (leader, to, addr, tp, f) in moving {
             let key = (leader, to);
             let task = self.task_for(&mut pool, key, &addr);
-            task.shared.partitions().insert(
-                tp,
-                Fetching {
-                    retry_at: None,
-                    ..f
-                },
-            );
+            task.shared.partitions().insert(tp, Fetching { retry_at: None, ..f });
             task.shared.wake.notify_one();
         }
         remove_from(&mut pool, &[]);
-        tracing::info!(from, to = per_leader, moved, fetchers = pool.tasks.len(), "resized the replica fetcher pool");
+        tracing::info!(
+            from,
+            to = per_leader,
+            moved,
+            fetchers = pool.tasks.len(),
+            "resized the replica fetcher pool"
+        );
     }
 
     /// Fetcher tasks running now (over all leaders).

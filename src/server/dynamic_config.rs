@@ -17,10 +17,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::config::{dynamic, KafkaConfig};
+use crate::log::cleaner::{CleanerConfig, LogCleaner};
 use crate::log::config::LogConfig;
 use crate::log::log_manager::LogManager;
 use crate::network::connection_quotas::{self, ConnectionLimits, ConnectionQuotas};
-use crate::log::cleaner::{CleanerConfig, LogCleaner};
 use crate::replica::ReplicaManager;
 use crate::types::BrokerId;
 use crate::zk::models::{ConfigChangeNotification, ZNodePayload};

@@ -174,7 +174,13 @@ impl LogCleaner {
             state.stopped = false;
         }
         self.start();
-        tracing::info!(threads = self.thread_count(), backoff_ms = config.backoff.as_millis() as u64, dedupe_buffer_size = config.dedupe_buffer_size, io_buffer_size = config.io_buffer_size, "reconfigured the log cleaner");
+        tracing::info!(
+            threads = self.thread_count(),
+            backoff_ms = config.backoff.as_millis() as u64,
+            dedupe_buffer_size = config.dedupe_buffer_size,
+            io_buffer_size = config.io_buffer_size,
+            "reconfigured the log cleaner"
+        );
     }
 
     fn stop_threads(&self) {
