@@ -2,7 +2,9 @@
 //! cluster-wide `max.connections.per.ip` lowered with IncrementalAlterConfigs on `<default>`
 //! refuses the next connection from that address while the open ones stay, a key kastle
 //! only stores logs that it is not applied, and a cluster-wide
-//! `unclean.leader.election.enable` reaches the controller's offline election live.
+//! `unclean.leader.election.enable` reaches the controller's offline election live; a raised
+//! `num.replica.fetchers` re-hashes the followers onto more fetcher tasks with replication
+//! intact, and changed `log.cleaner.*` thread settings restart the cleaner, which then compacts.
 
 mod common;
 
