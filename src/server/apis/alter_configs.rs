@@ -11,32 +11,28 @@ use super::config_alter::{self, Refusal};
 use super::{str_bytes, KafkaApis};
 
 pub(super) async fn handle(apis: &KafkaApis, request: AlterConfigsRequest) -> AlterConfigsResponse {
-    let ids: Vec<(i8, String)> = request
+    let outcomes = config_alter::alter_resources(
+        "AlterConfigs",
+        &request.resources,
+        |r| (r.resource_type, r.resource_name.to_string()),
+        |r| alter_one(apis, r, request.validate_only),
+    )
+    .await;
+    let responses = request
         .resources
         .iter()
-        .map(|r| (r.resource_type, r.resource_name.to_string()))
+        .zip(outcomes)
+        .map(|(resource, outcome)| {
+            let mut response = AlterConfigsResourceResponse::default()
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(resource.resource_name.clone());
+            if let Err(refusal) = outcome {
+                response.error_code = refusal.code;
+                response.error_message = Some(str_bytes(&refusal.message));
+            }
+            response
+        })
         .collect();
-    let duplicated = config_alter::duplicated(&ids);
-    let mut responses = Vec::with_capacity(request.resources.len());
-    for (resource, duplicate) in request.resources.iter().zip(duplicated) {
-        let outcome = if duplicate {
-            Err(Refusal {
-                code: crate::protocol::error_codes::INVALID_REQUEST,
-                message: "Each resource must appear at most once.".into(),
-            })
-        } else {
-            alter_one(apis, resource, request.validate_only).await
-        };
-        let mut response = AlterConfigsResourceResponse::default()
-            .with_resource_type(resource.resource_type)
-            .with_resource_name(resource.resource_name.clone());
-        if let Err(refusal) = outcome {
-            tracing::info!(resource = %resource.resource_name.as_str(), code = refusal.code, message = %refusal.message, "AlterConfigs refused");
-            response.error_code = refusal.code;
-            response.error_message = Some(str_bytes(&refusal.message));
-        }
-        responses.push(response);
-    }
     AlterConfigsResponse::default().with_responses(responses)
 }
 

@@ -88,12 +88,41 @@ pub(super) fn target(resource_type: i8, name: &str, local: BrokerId) -> Result<T
 }
 
 /// For each resource, whether another one has the same type and name (both are refused).
-pub(super) fn duplicated(resources: &[(i8, String)]) -> Vec<bool> {
+fn duplicated(resources: &[(i8, String)]) -> Vec<bool> {
     resources
         .iter()
         .enumerate()
         .map(|(i, r)| resources.iter().enumerate().any(|(j, o)| i != j && o == r))
         .collect()
+}
+
+/// Each resource's outcome, in request order, for both alter APIs: a resource named twice is
+/// refused (INVALID_REQUEST), the others are altered one after another by `alter_one`.
+pub(super) async fn alter_resources<'r, R, Fut>(
+    api: &str,
+    resources: &'r [R],
+    id: impl Fn(&R) -> (i8, String),
+    mut alter_one: impl FnMut(&'r R) -> Fut,
+) -> Vec<Result<(), Refusal>>
+where
+    Fut: std::future::Future<Output = Result<(), Refusal>>,
+{
+    let ids: Vec<(i8, String)> = resources.iter().map(&id).collect();
+    let mut outcomes = Vec::with_capacity(resources.len());
+    for ((resource, duplicate), (_, name)) in resources.iter().zip(duplicated(&ids)).zip(&ids) {
+        let outcome = if duplicate {
+            Err(Refusal::invalid_request(
+                "Each resource must appear at most once.".to_string(),
+            ))
+        } else {
+            alter_one(resource).await
+        };
+        if let Err(refusal) = &outcome {
+            tracing::info!(resource = %name, code = refusal.code, message = %refusal.message, "{api} refused");
+        }
+        outcomes.push(outcome);
+    }
+    outcomes
 }
 
 /// `preprocess`' checks of one resource's entries: duplicate names, then nulls (`value` of
