@@ -16,6 +16,7 @@
 //! | [`replica`] | the partitions this broker hosts: leader/follower state, high watermark, appends and reads (`append_records`, `fetch_messages`, disk work on the blocking executor), the delayed-operation purgatory keyed by partition, DeleteRecords (`delete_records`) |
 //! | [`coordinator`] | consumer groups on `__consumer_offsets`: the group state machine, its records, loading and unloading with leadership |
 //! | [`admin`] | operator tools behind subcommands: Kafka's `topics`, `configs`, `consumer-groups`, `delete-records`, `leader-election` over the protocol (`admin::cli`), `perf`, `health` |
+//! | [`security`] | who a connection is (`KafkaPrincipal`), how it authenticated (TLS, SASL) and what it may do (the ACL authorizer) |
 //! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown; the request handlers, KIP-227 fetch sessions, and the `/config/changes` listener that applies dynamic configs |
 //!
 //! Logic that decides things is kept free of I/O; ZooKeeper, sockets and files stay at the edges.
@@ -30,6 +31,7 @@ pub mod log;
 pub mod network;
 pub mod protocol;
 pub mod replica;
+pub mod security;
 pub mod server;
 pub mod types;
 pub mod zk;

@@ -32,6 +32,7 @@ use super::api_versions::{
     answer_api_versions, error_name, is_supported, unsupported_version_response, UNSUPPORTED_VERSION,
 };
 use super::handler::{PendingResponse, Reply, RequestContext, RequestHandler};
+use crate::security::KafkaPrincipal;
 
 /// Where the socket server is in its life; connections watch it to know when to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -107,6 +108,8 @@ pub(crate) struct Connection<H> {
     writer: OwnedWriteHalf,
     peer: SocketAddr,
     listener: String,
+    /// Who the peer authenticated as; stamped on every request.
+    principal: Arc<KafkaPrincipal>,
     handler: Arc<H>,
     /// `socket.request.max.bytes`: the largest frame we will buffer.
     max_request_bytes: usize,
@@ -129,6 +132,7 @@ impl<H: RequestHandler> Connection<H> {
             writer,
             peer,
             listener,
+            principal: Arc::new(KafkaPrincipal::anonymous()),
             handler,
             max_request_bytes,
             idle,
@@ -152,6 +156,7 @@ impl<H: RequestHandler> Connection<H> {
             reader: &mut self.reader,
             peer: self.peer,
             listener: &self.listener,
+            principal: &self.principal,
             handler: &self.handler,
             max_request_bytes: self.max_request_bytes,
             idle: self.idle,
@@ -229,6 +234,7 @@ struct Requests<'a, H> {
     reader: &'a mut BufReader<OwnedReadHalf>,
     peer: SocketAddr,
     listener: &'a str,
+    principal: &'a Arc<KafkaPrincipal>,
     handler: &'a Arc<H>,
     max_request_bytes: usize,
     idle: Duration,
@@ -283,6 +289,7 @@ impl<H: RequestHandler> Requests<'_, H> {
                 api_version,
                 peer: self.peer,
                 listener: self.listener.to_string(),
+                principal: Arc::clone(self.principal),
             };
             match self.handler.reply(ctx, request).await {
                 Reply::Now(response) => (response, api_version),

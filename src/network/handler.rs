@@ -6,8 +6,11 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+
+use crate::security::KafkaPrincipal;
 
 /// Who sent a request, and how.
 #[derive(Debug, Clone)]
@@ -18,6 +21,8 @@ pub struct RequestContext {
     pub peer: SocketAddr,
     /// Name of the listener the connection came in on (e.g. `PLAINTEXT`, `INTERNAL`).
     pub listener: String,
+    /// Who the connection authenticated as (`User:ANONYMOUS` when it did not).
+    pub principal: Arc<KafkaPrincipal>,
 }
 
 /// A response that is still being waited for.

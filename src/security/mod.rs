@@ -1,0 +1,8 @@
+//! Security: who a connection is ([`KafkaPrincipal`]), how it proved it (TLS and SASL, at the
+//! network edge) and what it may do (the ACL authorizer). The network layer authenticates a
+//! connection once and stamps every request's [`RequestContext`](crate::network::RequestContext)
+//! with the principal; handlers ask the authorizer, never the socket.
+
+mod principal;
+
+pub use principal::{KafkaPrincipal, PrincipalParseError};
