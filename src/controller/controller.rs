@@ -22,7 +22,8 @@ use super::requests::{self, ControllerContext};
 use super::state_changes;
 use super::stats;
 use super::store::ControllerStore;
-use super::zk_ops::{self, ControllerZkError, StoredLeadership};
+use super::model::LeaderAndIsr;
+use super::zk_ops::{self, ControllerZkError};
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::paths;
 
@@ -40,7 +41,7 @@ pub(super) enum ShutdownError {
 }
 
 /// Decided leaderships by partition.
-type Decided = Vec<((String, i32), StoredLeadership)>;
+type Decided = Vec<((String, i32), LeaderAndIsr)>;
 
 /// State while active.
 pub(super) struct Active {
@@ -530,15 +531,15 @@ impl<S: ControllerStore> Controller<S> {
     pub(super) async fn write_and_announce(
         &mut self,
         started: Instant,
-        creates: Vec<((String, i32), StoredLeadership)>,
-        updates: Vec<((String, i32), StoredLeadership)>,
+        creates: Vec<((String, i32), LeaderAndIsr)>,
+        updates: Vec<((String, i32), LeaderAndIsr)>,
     ) -> Result<(), ControllerZkError> {
         let Some(active) = self.active.as_ref() else {
             return Ok(());
         };
         // The partition state machine vets every decision before it is written.
         let ctx = &active.ctx;
-        let legal = |(key, l): &((String, i32), StoredLeadership)| ctx.may_change(key, ctx.state_after(key, l));
+        let legal = |(key, l): &((String, i32), LeaderAndIsr)| ctx.may_change(key, ctx.state_after(key, l));
         let creates: Vec<_> = creates.into_iter().filter(legal).collect();
         let updates: Vec<_> = updates.into_iter().filter(legal).collect();
         if creates.is_empty() && updates.is_empty() {
@@ -559,14 +560,14 @@ impl<S: ControllerStore> Controller<S> {
         let mut changed = Vec::with_capacity(written.len());
         let (mut elected, mut unclean) = (0, 0);
         for (key, l) in written {
-            if l.leader < 0 {
+            if l.leader.is_none() {
                 metrics::counter!("kastle_controller_offline_partitions_total").increment(1);
             }
             match decisions::leader_change(active.ctx.leaderships.get(&key), &l) {
                 decisions::LeaderChange::NotElected => {}
                 decisions::LeaderChange::Clean => elected += 1,
                 decisions::LeaderChange::Unclean => {
-                    tracing::warn!(topic = %key.0, partition = key.1, leader = l.leader, "unclean leader election");
+                    tracing::warn!(topic = %key.0, partition = key.1, leader = ?l.leader, "unclean leader election");
                     elected += 1;
                     unclean += 1;
                 }

@@ -8,7 +8,7 @@ use super::election;
 use super::error::ControllerError::{
     self, ElectionNotNeeded, EligibleLeadersNotAvailable, PreferredLeaderNotAvailable,
 };
-use super::zk_ops::StoredLeadership;
+use super::model::LeaderAndIsr;
 use crate::types::BrokerId;
 
 /// A new partition's first leader and ISR (New → Online), or `None` with no live replica.
@@ -16,17 +16,10 @@ pub fn new_partition(
     assignment: &[BrokerId],
     live: &BTreeSet<BrokerId>,
     controller_epoch: i32,
-) -> Option<StoredLeadership> {
+) -> Option<LeaderAndIsr> {
     let live: HashSet<BrokerId> = live.iter().copied().collect();
     let l = election::initial_leader_and_isr(assignment, &live)?;
-    Some(StoredLeadership {
-        leader: l.leader.map_or(-1, |b| b.0),
-        leader_epoch: l.leader_epoch,
-        isr: l.isr,
-        controller_epoch,
-        leader_recovery_state: l.leader_recovery_state,
-        zk_version: 0,
-    })
+    Some(LeaderAndIsr { controller_epoch, ..l })
 }
 
 /// The next state of an existing partition: a new leader when the current one is dead (from the
@@ -36,20 +29,20 @@ pub fn new_partition(
 /// member are down): only then does the topic's `unclean.leader.election.enable` matter, and
 /// the controller reads it from `/config/topics/<t>` (Kafka's
 /// `collectUncleanLeaderElectionState`).
-pub fn needs_unclean_choice(current: &StoredLeadership, live: &BTreeSet<BrokerId>) -> bool {
-    let leader_alive = current.leader >= 0 && live.contains(&BrokerId(current.leader));
+pub fn needs_unclean_choice(current: &LeaderAndIsr, live: &BTreeSet<BrokerId>) -> bool {
+    let leader_alive = current.leader.is_some_and(|l| live.contains(&l));
     !leader_alive && !current.isr.iter().any(|r| live.contains(r))
 }
 
 pub fn existing_partition(
     assignment: &[BrokerId],
-    current: &StoredLeadership,
+    current: &LeaderAndIsr,
     live: &BTreeSet<BrokerId>,
     allow_unclean: bool,
     controller_epoch: i32,
-) -> Option<StoredLeadership> {
+) -> Option<LeaderAndIsr> {
     let live_set: HashSet<BrokerId> = live.iter().copied().collect();
-    let mut state = to_election(current);
+    let mut state = current.clone();
     let mut changed = false;
     let leader_alive = state.leader.is_some_and(|l| live.contains(&l));
     if !leader_alive {
@@ -65,24 +58,7 @@ pub fn existing_partition(
             changed = true;
         }
     }
-    changed.then(|| StoredLeadership {
-        leader: state.leader.map_or(-1, |b| b.0),
-        leader_epoch: state.leader_epoch,
-        isr: state.isr,
-        controller_epoch,
-        leader_recovery_state: state.leader_recovery_state,
-        zk_version: current.zk_version,
-    })
-}
-
-fn to_election(l: &StoredLeadership) -> election::LeaderAndIsr {
-    election::LeaderAndIsr {
-        leader: (l.leader >= 0).then_some(BrokerId(l.leader)),
-        leader_epoch: l.leader_epoch,
-        isr: l.isr.clone(),
-        leader_recovery_state: l.leader_recovery_state,
-        partition_epoch: l.zk_version,
-    }
+    changed.then(|| stored(state, current, controller_epoch))
 }
 
 /// Controlled shutdown of `broker`: a partition it leads moves to the first live ISR member not
@@ -90,13 +66,13 @@ fn to_election(l: &StoredLeadership) -> election::LeaderAndIsr {
 /// `None` when nothing can or needs to change (e.g. a single-replica partition).
 pub fn controlled_shutdown(
     assignment: &[BrokerId],
-    current: &StoredLeadership,
+    current: &LeaderAndIsr,
     live: &BTreeSet<BrokerId>,
     shutting_down: &BTreeSet<BrokerId>,
     broker: BrokerId,
     controller_epoch: i32,
-) -> Option<StoredLeadership> {
-    let state = to_election(current);
+) -> Option<LeaderAndIsr> {
+    let state = current;
     let next = if state.leader == Some(broker) {
         if assignment.len() <= 1 {
             return None;
@@ -122,14 +98,14 @@ pub enum LeaderChange {
     Unclean,
 }
 
-pub fn leader_change(previous: Option<&StoredLeadership>, next: &StoredLeadership) -> LeaderChange {
-    if next.leader < 0 {
+pub fn leader_change(previous: Option<&LeaderAndIsr>, next: &LeaderAndIsr) -> LeaderChange {
+    let Some(leader) = next.leader else {
         return LeaderChange::NotElected;
-    }
+    };
     match previous {
         None => LeaderChange::Clean,
         Some(p) if p.leader == next.leader => LeaderChange::NotElected,
-        Some(p) if p.isr.contains(&BrokerId(next.leader)) => LeaderChange::Clean,
+        Some(p) if p.isr.contains(&leader) => LeaderChange::Clean,
         Some(_) => LeaderChange::Unclean,
     }
 }
@@ -137,15 +113,15 @@ pub fn leader_change(previous: Option<&StoredLeadership>, next: &StoredLeadershi
 /// Preferred-replica election: the first assigned replica leads if it is live and in sync.
 pub fn preferred(
     assignment: &[BrokerId],
-    current: &StoredLeadership,
+    current: &LeaderAndIsr,
     live: &BTreeSet<BrokerId>,
     controller_epoch: i32,
-) -> Result<StoredLeadership, ControllerError> {
-    if assignment.first().is_some_and(|p| p.0 == current.leader) {
+) -> Result<LeaderAndIsr, ControllerError> {
+    if assignment.first().is_some_and(|p| Some(*p) == current.leader) {
         return Err(ElectionNotNeeded);
     }
     let live: HashSet<BrokerId> = live.iter().copied().collect();
-    let result = election::preferred_replica_election(assignment, &to_election(current), &live)
+    let result = election::preferred_replica_election(assignment, &current.clone(), &live)
         .ok_or(PreferredLeaderNotAvailable)?;
     Ok(stored(result.new, current, controller_epoch))
 }
@@ -154,27 +130,26 @@ pub fn preferred(
 /// a replica outside the ISR.
 pub fn unclean(
     assignment: &[BrokerId],
-    current: &StoredLeadership,
+    current: &LeaderAndIsr,
     live: &BTreeSet<BrokerId>,
     controller_epoch: i32,
-) -> Result<StoredLeadership, ControllerError> {
-    if current.leader >= 0 && live.contains(&BrokerId(current.leader)) {
+) -> Result<LeaderAndIsr, ControllerError> {
+    if current.leader.is_some_and(|l| live.contains(&l)) {
         return Err(ElectionNotNeeded);
     }
     let live: HashSet<BrokerId> = live.iter().copied().collect();
-    let result = election::offline_partition_election(assignment, &to_election(current), &live, true)
+    let result = election::offline_partition_election(assignment, &current.clone(), &live, true)
         .ok_or(EligibleLeadersNotAvailable)?;
     Ok(stored(result.new, current, controller_epoch))
 }
 
-fn stored(next: election::LeaderAndIsr, current: &StoredLeadership, controller_epoch: i32) -> StoredLeadership {
-    StoredLeadership {
-        leader: next.leader.map_or(-1, |b| b.0),
-        leader_epoch: next.leader_epoch,
-        isr: next.isr,
+/// `next` as written by a controller of `controller_epoch` over `current` (whose znode version
+/// the conditional write checks).
+fn stored(next: LeaderAndIsr, current: &LeaderAndIsr, controller_epoch: i32) -> LeaderAndIsr {
+    LeaderAndIsr {
         controller_epoch,
-        leader_recovery_state: next.leader_recovery_state,
         zk_version: current.zk_version,
+        ..next
     }
 }
 
@@ -182,9 +157,9 @@ fn stored(next: election::LeaderAndIsr, current: &StoredLeadership, controller_e
 mod tests {
     use super::*;
 
-    fn l(leader: i32, isr: &[i32]) -> StoredLeadership {
-        StoredLeadership {
-            leader,
+    fn l(leader: i32, isr: &[i32]) -> LeaderAndIsr {
+        LeaderAndIsr {
+            leader: LeaderAndIsr::leader_from_wire(BrokerId(leader)),
             leader_epoch: 0,
             isr: isr.iter().map(|b| BrokerId(*b)).collect(),
             controller_epoch: 1,
@@ -210,7 +185,7 @@ mod tests {
     #[test]
     fn leader_changes_are_classified_against_the_previous_isr() {
         use LeaderChange::*;
-        let cases: [(&str, Option<StoredLeadership>, StoredLeadership, LeaderChange); 6] = [
+        let cases: [(&str, Option<LeaderAndIsr>, LeaderAndIsr, LeaderChange); 6] = [
             ("new partition", None, l(1, &[1, 2]), Clean),
             ("new partition without a live replica", None, l(-1, &[]), NotElected),
             (

@@ -4,7 +4,7 @@
 //!
 //! This module owns *deciding*; it must not touch ZooKeeper, the controller context or the
 //! channel manager. The caller writes the result with an epoch-checked conditional `setData`
-//! (which yields the new `partition_epoch`), then sends LeaderAndIsr to `recipients` and
+//! (which yields the new `zk_version`), then sends LeaderAndIsr to `recipients` and
 //! UpdateMetadata to every live broker.
 //!
 //! Liveness is Kafka's `ControllerContext.isReplicaOnline`: the broker is registered, is **not**
@@ -13,54 +13,8 @@
 
 use std::collections::HashSet;
 
+pub use super::model::{LeaderAndIsr, LEADER_RECOVERED, LEADER_RECOVERING, NO_LEADER};
 use crate::types::BrokerId;
-
-/// `leader_recovery_state` after a clean election or once the leader has caught up (KIP-704).
-pub const LEADER_RECOVERED: u8 = 0;
-/// `leader_recovery_state` after an unclean election: the leader may lack committed data.
-pub const LEADER_RECOVERING: u8 = 1;
-/// Kafka's `LeaderAndIsr.NoLeader`: how "no leader" is written to ZooKeeper and the wire.
-pub const NO_LEADER: BrokerId = BrokerId(-1);
-
-/// A partition's leadership, as stored in `/brokers/topics/<t>/partitions/<p>/state`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaderAndIsr {
-    /// `None` is Kafka's `-1` (NoLeader): the partition is offline.
-    pub leader: Option<BrokerId>,
-    /// Bumped by one on every change the controller makes, so brokers can fence stale requests.
-    pub leader_epoch: i32,
-    /// In-sync replicas. Order matters only for display; Kafka keeps the order it was given.
-    pub isr: Vec<BrokerId>,
-    /// [`LEADER_RECOVERED`] or [`LEADER_RECOVERING`].
-    pub leader_recovery_state: u8,
-    /// The state znode's zkVersion. Elections never change it: the caller's conditional write
-    /// does, and the caller stores the new version it gets back.
-    pub partition_epoch: i32,
-}
-
-impl LeaderAndIsr {
-    /// The leader as written to ZooKeeper and LeaderAndIsr requests: `-1` when there is none.
-    pub fn leader_or_no_leader(&self) -> BrokerId {
-        self.leader.unwrap_or(NO_LEADER)
-    }
-
-    /// Reads a wire/ZooKeeper leader id: any negative id (`-1` NoLeader, `-2` LeaderDuringDelete)
-    /// means no broker leads.
-    pub fn leader_from_wire(leader: BrokerId) -> Option<BrokerId> {
-        (leader.0 >= 0).then_some(leader)
-    }
-
-    /// Kafka's `newLeaderAndIsr`: new leader and ISR, epoch bumped, recovery state kept.
-    fn with_leader_and_isr(&self, leader: Option<BrokerId>, isr: Vec<BrokerId>) -> Self {
-        LeaderAndIsr {
-            leader,
-            leader_epoch: self.leader_epoch + 1,
-            isr,
-            leader_recovery_state: self.leader_recovery_state,
-            partition_epoch: self.partition_epoch,
-        }
-    }
-}
 
 /// What a successful election decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +42,9 @@ pub fn initial_leader_and_isr(assignment: &[BrokerId], live: &HashSet<BrokerId>)
         leader: Some(leader),
         leader_epoch: 0,
         isr,
+        controller_epoch: 0,
         leader_recovery_state: LEADER_RECOVERED,
-        partition_epoch: 0,
+        zk_version: 0,
     })
 }
 
@@ -256,8 +211,9 @@ mod tests {
             leader: LeaderAndIsr::leader_from_wire(BrokerId(leader)),
             leader_epoch: 7,
             isr: ids(isr),
+            controller_epoch: 3,
             leader_recovery_state: recovery,
-            partition_epoch: 12,
+            zk_version: 12,
         }
     }
 
@@ -286,8 +242,9 @@ mod tests {
                 leader: Some(BrokerId(leader)),
                 leader_epoch: 0,
                 isr: ids(isr),
+                controller_epoch: 0,
                 leader_recovery_state: LEADER_RECOVERED,
-                partition_epoch: 0,
+                zk_version: 0,
             });
             assert_eq!(got, want, "{what}");
         }

@@ -13,7 +13,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::channel::{self, ControlRequest, Sent, Transport};
 use super::handle::{start_with, ControllerConfig, ControllerHandle};
-use super::zk_ops::{self, ControllerZkError, StoredLeadership};
+use super::model::LeaderAndIsr;
+use super::zk_ops::{self, ControllerZkError};
 use super::ControllerError;
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::fake::FakeZk;
@@ -144,7 +145,7 @@ async fn create_topic(admin: &FakeZk, name: &str, replicas: &[&[i32]]) {
         .expect("create topic");
 }
 
-async fn state(zk: &FakeZk, topic: &str, partition: i32) -> Option<StoredLeadership> {
+async fn state(zk: &FakeZk, topic: &str, partition: i32) -> Option<LeaderAndIsr> {
     let key = (topic.to_string(), partition);
     zk_ops::leaderships(zk, std::slice::from_ref(&key))
         .await
@@ -240,11 +241,11 @@ async fn a_new_topic_gets_leaders_and_isrs_in_its_state_znodes() {
     let p1 = state(&admin, "t", 1).await.expect("p1");
     assert_eq!(
         (p0.leader, p0.leader_epoch, p0.isr.clone(), p0.controller_epoch),
-        (1, 0, ids(&[1, 2]), 1)
+        (Some(BrokerId(1)), 0, ids(&[1, 2]), 1)
     );
     assert_eq!(
         (p1.leader, p1.leader_epoch, p1.isr.clone(), p1.controller_epoch),
-        (2, 0, ids(&[2, 3]), 1)
+        (Some(BrokerId(2)), 0, ids(&[2, 3]), 1)
     );
     let to_three = one
         .next_sent("LeaderAndIsr to broker 3", |s| {
@@ -265,12 +266,12 @@ async fn a_dead_leaders_partitions_move_to_a_live_isr_member_with_a_new_leader_e
     one.active_epoch().await;
     create_topic(&admin, "t", &[&[2, 3]]).await;
     eventually("broker 2 leading t-0", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == 2)
+        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(2)))
     })
     .await;
     two.expire_session();
     eventually("broker 3 leading t-0", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == 3)
+        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(3)))
     })
     .await;
     let p0 = state(&admin, "t", 0).await.expect("p0");
@@ -294,7 +295,7 @@ async fn a_zombie_controllers_writes_are_refused_and_it_steps_down() {
     zombie.active_epoch().await;
     create_topic(&admin, "t", &[&[1, 2]]).await;
     eventually("t-0 with leader 1", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == 1)
+        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(1)))
     })
     .await;
     let (_, stale_version) = controller_epoch(&admin).await;
@@ -420,7 +421,7 @@ async fn a_lost_reply_to_the_election_ends_with_one_controller_whose_writes_succ
     eventually("t-0 written in epoch 1", || async {
         state(&admin, "t", 0)
             .await
-            .is_some_and(|s| s.controller_epoch == 1 && s.leader == 1)
+            .is_some_and(|s| s.controller_epoch == 1 && s.leader == Some(BrokerId(1)))
     })
     .await;
 }
@@ -437,7 +438,7 @@ async fn a_lost_reply_to_a_new_topics_first_write_still_ends_with_a_leader() {
     one.zk.lose_next_write_reply();
     create_topic(&admin, "t", &[&[1, 2]]).await;
     eventually("t-0 led by broker 1", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == 1)
+        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(1)))
     })
     .await;
 }
@@ -454,7 +455,7 @@ async fn a_lost_reply_to_an_elections_update_still_tells_the_new_leader() {
     one.active_epoch().await;
     create_topic(&admin, "t", &[&[2, 3]]).await;
     eventually("broker 2 leading t-0", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == 2)
+        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(2)))
     })
     .await;
     one.zk.lose_next_write_reply();
@@ -466,7 +467,7 @@ async fn a_lost_reply_to_an_elections_update_still_tells_the_new_leader() {
         .await;
     assert_eq!(leader_and_isr_states(&told, "t"), vec![(0, 3, 1, vec![3])]);
     let p0 = state(&admin, "t", 0).await.expect("p0");
-    assert_eq!((p0.leader, p0.leader_epoch, p0.zk_version), (3, 1, 1), "written once");
+    assert_eq!((p0.leader, p0.leader_epoch, p0.zk_version), (Some(BrokerId(3)), 1, 1), "written once");
 }
 
 /// A connection loss on the ISR shrink of a controlled shutdown, applied: the shutting-down
@@ -481,14 +482,14 @@ async fn a_lost_reply_to_a_controlled_shutdowns_isr_change_still_answers() {
     eventually("t-0 led by 1 with ISR [1, 2]", || async {
         state(&admin, "t", 0)
             .await
-            .is_some_and(|s| s.leader == 1 && s.isr.len() == 2)
+            .is_some_and(|s| s.leader == Some(BrokerId(1)) && s.isr.len() == 2)
     })
     .await;
     one.zk.lose_next_write_reply();
     let answer = one.controller.controlled_shutdown(BrokerId(2), -1).await;
     assert!(answer.is_ok(), "answered: {answer:?}");
     let p0 = state(&admin, "t", 0).await.expect("p0");
-    assert_eq!((p0.leader, p0.isr.clone(), p0.zk_version), (1, ids(&[1]), 1));
+    assert_eq!((p0.leader, p0.isr.clone(), p0.zk_version), (Some(BrokerId(1)), ids(&[1]), 1));
 }
 
 /// A connection loss on the removal of a deleted topic's znodes, applied: the retry's NoNode is

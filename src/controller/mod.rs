@@ -29,11 +29,14 @@ mod event_manager;
 mod handle;
 #[cfg(test)]
 mod loop_tests;
+pub mod model;
 pub mod modifications;
 mod notifications;
 mod operations;
 pub mod partition_state;
 mod refresh;
+#[cfg(test)]
+mod sim;
 pub mod replica_changes;
 pub mod replica_state;
 pub mod requests;

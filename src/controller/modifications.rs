@@ -12,7 +12,8 @@ use super::controller::Controller;
 use super::event_manager::Event;
 use super::requests;
 use super::store::ControllerStore;
-use super::zk_ops::{self, ControllerZkError, RegisteredBroker};
+use super::model::RegisteredBroker;
+use super::zk_ops::{self, ControllerZkError};
 use crate::types::BrokerId;
 use crate::zk::paths;
 

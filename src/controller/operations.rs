@@ -40,7 +40,7 @@ impl<S: ControllerStore> Controller<S> {
             .ctx
             .leaderships
             .iter()
-            .filter(|(_, l)| l.leader == broker.0 || l.isr.contains(&broker))
+            .filter(|(_, l)| l.leader == Some(broker) || l.isr.contains(&broker))
             .map(|(k, _)| k.clone())
             .collect();
         self.refresh_leaderships(involved).await.map_err(ShutdownError::Zk)?;
@@ -82,7 +82,7 @@ impl<S: ControllerStore> Controller<S> {
             .leaderships
             .iter()
             .filter(|((t, p), l)| {
-                l.leader == broker.0 && ctx.replicas(t, *p).len() > 1 && !ctx.is_queued_for_deletion(t)
+                l.leader == Some(broker) && ctx.replicas(t, *p).len() > 1 && !ctx.is_queued_for_deletion(t)
             })
             .map(|(k, _)| k.clone())
             .collect();
@@ -187,7 +187,7 @@ impl<S: ControllerStore> Controller<S> {
             let Some(head) = ctx.replicas(&key.0, key.1).first().copied() else {
                 continue;
             };
-            let led = ctx.leaderships.get(&key).is_some_and(|l| l.leader == head.0);
+            let led = ctx.leaderships.get(&key).is_some_and(|l| l.leader == Some(head));
             preferred_of.entry(head).or_default().push((key, led));
         }
         let mut wanted = Vec::new();

@@ -93,7 +93,7 @@ impl ControllerContext {
 
     /// Kafka's `isReplicaOnline`: its broker is live and its log dir has not failed.
     pub fn is_replica_online(&self, r: &PartitionAndReplica) -> bool {
-        self.replica_online(&key_of(r), r.replica.0)
+        self.replica_online(&key_of(r), Some(r.replica))
     }
 
     pub fn replica_state(&self, r: &PartitionAndReplica) -> ReplicaState {
@@ -201,7 +201,7 @@ impl ControllerContext {
                 replicas.len() > 1
                     && replicas.contains(&broker)
                     && !self.is_queued_for_deletion(&key.0)
-                    && self.leaderships.get(key).is_some_and(|l| l.leader != broker.0)
+                    && self.leaderships.get(key).is_some_and(|l| l.leader != Some(broker))
             })
             .map(|key| replica(&key, broker))
             .collect()
@@ -318,7 +318,7 @@ mod tests {
 
     use super::ReplicaState::*;
     use super::*;
-    use crate::controller::zk_ops::{RegisteredBroker, StoredLeadership, TopicInfo};
+    use crate::controller::model::{LeaderAndIsr, RegisteredBroker, TopicInfo};
 
     fn r(topic: &str, partition: i32, broker: i32) -> PartitionAndReplica {
         replica(&(topic.to_string(), partition), BrokerId(broker))
@@ -353,9 +353,9 @@ mod tests {
             .collect();
     }
 
-    fn led_by(leader: i32) -> StoredLeadership {
-        StoredLeadership {
-            leader,
+    fn led_by(leader: i32) -> LeaderAndIsr {
+        LeaderAndIsr {
+            leader: LeaderAndIsr::leader_from_wire(BrokerId(leader)),
             leader_epoch: 0,
             isr: vec![],
             controller_epoch: 1,

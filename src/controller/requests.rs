@@ -12,7 +12,7 @@ use kafka_protocol::messages::update_metadata_request::{
 use kafka_protocol::messages::{BrokerId as KpBrokerId, LeaderAndIsrRequest, TopicName, UpdateMetadataRequest};
 use kafka_protocol::protocol::StrBytes;
 
-use super::zk_ops::{RegisteredBroker, StoredLeadership, TopicInfo};
+use super::model::{LeaderAndIsr, RegisteredBroker, TopicInfo};
 use crate::types::BrokerId;
 
 /// What the requests are built from.
@@ -22,7 +22,7 @@ pub struct ControllerContext {
     pub epoch: i32,
     pub live_brokers: BTreeMap<BrokerId, RegisteredBroker>,
     pub topics: BTreeMap<String, TopicInfo>,
-    pub leaderships: BTreeMap<(String, i32), StoredLeadership>,
+    pub leaderships: BTreeMap<(String, i32), LeaderAndIsr>,
     /// Brokers in controlled shutdown: they lead nothing new.
     pub shutting_down: std::collections::BTreeSet<BrokerId>,
     /// Replicas (topic, partition, broker) whose log dir failed (KAFKA_STORAGE_ERROR).
@@ -147,7 +147,7 @@ pub fn update_metadata(
         let leader = if ctx.topics_to_delete.contains(topic) {
             -2
         } else {
-            l.leader
+            l.leader_or_no_leader().0
         };
         let replicas = ctx.replicas(topic, *p);
         let offline: Vec<BrokerId> = replicas
@@ -254,14 +254,14 @@ pub fn leader_and_isr(
         let Some(l) = ctx.leaderships.get(&(topic.clone(), *p)) else {
             continue;
         };
-        if l.leader >= 0 {
-            leaders.insert(BrokerId(l.leader));
+        if let Some(leader) = l.leader {
+            leaders.insert(leader);
         }
         by_topic.entry(topic).or_default().push(
             LeaderAndIsrPartitionState::default()
                 .with_partition_index(*p)
                 .with_controller_epoch(l.controller_epoch)
-                .with_leader(KpBrokerId(l.leader))
+                .with_leader(KpBrokerId(l.leader_or_no_leader().0))
                 .with_leader_epoch(l.leader_epoch)
                 .with_isr(kp(&l.isr))
                 .with_partition_epoch(l.zk_version)

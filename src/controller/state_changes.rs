@@ -11,7 +11,7 @@
 
 use super::partition_state::{check_transition, PartitionState, PartitionStates};
 use super::requests::ControllerContext;
-use super::zk_ops::StoredLeadership;
+use super::model::LeaderAndIsr;
 use crate::types::{BrokerId, TopicPartition};
 
 /// Counter of refused partition state changes (kastle's; Kafka only logs them).
@@ -36,12 +36,8 @@ pub fn state_for(leader_online: bool) -> PartitionState {
 
 impl ControllerContext {
     /// Whether `leader` can serve `key`: a live broker whose replica is not in a failed log dir.
-    pub fn replica_online(&self, key: &(String, i32), leader: i32) -> bool {
-        leader >= 0
-            && self.is_live(BrokerId(leader))
-            && !self
-                .offline_replicas
-                .contains(&(key.0.clone(), key.1, BrokerId(leader)))
+    pub fn replica_online(&self, key: &(String, i32), leader: Option<BrokerId>) -> bool {
+        leader.is_some_and(|l| self.is_live(l) && !self.offline_replicas.contains(&(key.0.clone(), key.1, l)))
     }
 
     /// Whether the partition's current leader can serve it.
@@ -94,7 +90,7 @@ impl ControllerContext {
     }
 
     /// The state `next` (a decided leadership) puts `key` in.
-    pub fn state_after(&self, key: &(String, i32), next: &StoredLeadership) -> PartitionState {
+    pub fn state_after(&self, key: &(String, i32), next: &LeaderAndIsr) -> PartitionState {
         state_for(self.replica_online(key, next.leader))
     }
 
@@ -112,7 +108,15 @@ impl ControllerContext {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Refused changes on this thread, for the simulation's invariant.
+    pub static ILLEGAL_SEEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 fn refused(key: &(String, i32), e: &super::partition_state::IllegalTransition) {
+    #[cfg(test)]
+    ILLEGAL_SEEN.with(|c| c.set(c.get() + 1));
     tracing::error!(topic = %key.0, partition = key.1, error = %e, "refused an illegal partition state change");
     metrics::counter!(ILLEGAL_STATE_CHANGES).increment(1);
 }
@@ -123,11 +127,11 @@ mod tests {
 
     use super::PartitionState::*;
     use super::*;
-    use crate::controller::zk_ops::{RegisteredBroker, TopicInfo};
+    use crate::controller::model::{RegisteredBroker, TopicInfo};
 
-    fn led_by(leader: i32) -> StoredLeadership {
-        StoredLeadership {
-            leader,
+    fn led_by(leader: i32) -> LeaderAndIsr {
+        LeaderAndIsr {
+            leader: LeaderAndIsr::leader_from_wire(BrokerId(leader)),
             leader_epoch: 0,
             isr: vec![BrokerId(1), BrokerId(2)],
             controller_epoch: 1,

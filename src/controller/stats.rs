@@ -11,7 +11,6 @@
 use std::time::Duration;
 
 use super::requests::ControllerContext;
-use crate::types::BrokerId;
 
 /// `kafka.controller:type=ControllerStats,name=LeaderElectionRateAndTimeMs`.
 pub const LEADER_ELECTION_TIME_MS: &str = "kafka_controller_controllerstats_leaderelectionrateandtimems";
@@ -98,15 +97,15 @@ impl ControllerGauges {
             .filter(|k| {
                 ctx.leaderships
                     .get(*k)
-                    .is_none_or(|l| l.leader < 0 || !ctx.is_live(BrokerId(l.leader)))
+                    .is_none_or(|l| !l.leader.is_some_and(|b| ctx.is_live(b)))
             })
             .count();
         let imbalance = all
             .iter()
             .filter(|k| !ctx.is_queued_for_deletion(&k.0))
             .filter(|k| {
-                let head = ctx.replicas(&k.0, k.1).first().map(|b| b.0);
-                ctx.leaderships.get(*k).is_some_and(|l| Some(l.leader) != head)
+                let head = ctx.replicas(&k.0, k.1).first().copied();
+                ctx.leaderships.get(*k).is_some_and(|l| l.leader != head)
             })
             .count();
         let (replicas_to_delete, replicas_ineligible, topics_ineligible) = ctx.deletion_counts();
@@ -169,11 +168,12 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::controller::zk_ops::{StoredLeadership, TopicInfo};
+    use crate::controller::model::{LeaderAndIsr, TopicInfo};
+    use crate::types::BrokerId;
 
-    fn led_by(leader: i32) -> StoredLeadership {
-        StoredLeadership {
-            leader,
+    fn led_by(leader: i32) -> LeaderAndIsr {
+        LeaderAndIsr {
+            leader: LeaderAndIsr::leader_from_wire(BrokerId(leader)),
             leader_epoch: 0,
             isr: vec![],
             controller_epoch: 1,
@@ -206,7 +206,7 @@ mod tests {
         for id in [1, 2] {
             ctx.live_brokers.insert(
                 BrokerId(id),
-                crate::controller::zk_ops::RegisteredBroker {
+                crate::controller::model::RegisteredBroker {
                     id: BrokerId(id),
                     registration: crate::zk::models::BrokerRegistration::v5(&[], None, 0),
                     epoch: 1,

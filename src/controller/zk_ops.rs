@@ -9,10 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use tokio::task::JoinSet;
 
 use crate::clock::now_ms;
-use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, ZkVersion};
-use crate::zk::models::{
-    BrokerRegistration, ControllerEpochZNode, ControllerZNode, PartitionState, TopicAssignment, ZNodePayload,
-};
+use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
+use super::model::{LeaderAndIsr, RegisteredBroker, TopicInfo};
+use crate::zk::models::{BrokerRegistration, ControllerEpochZNode, ControllerZNode, TopicAssignment, ZNodePayload};
 use crate::zk::paths;
 use crate::zk::store::{CreateMode, Op, ZkError, ZkStore};
 
@@ -26,34 +25,6 @@ pub enum ControllerZkError {
     Zk(#[from] ZkError),
     #[error("znode {path} is malformed: {reason}")]
     Malformed { path: String, reason: String },
-}
-
-/// A partition's leadership as stored in its state znode, with the znode version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredLeadership {
-    pub leader: i32,
-    pub leader_epoch: i32,
-    pub isr: Vec<BrokerId>,
-    pub controller_epoch: i32,
-    pub leader_recovery_state: u8,
-    /// zkVersion of the state znode: the partition epoch.
-    pub zk_version: i32,
-}
-
-/// A live broker as registered.
-#[derive(Debug, Clone)]
-pub struct RegisteredBroker {
-    pub id: BrokerId,
-    pub registration: BrokerRegistration,
-    /// Broker epoch (czxid of the registration).
-    pub epoch: i64,
-}
-
-/// A topic's replica assignment and id.
-#[derive(Debug, Clone)]
-pub struct TopicInfo {
-    pub id: uuid::Uuid,
-    pub assignment: BTreeMap<i32, Vec<BrokerId>>,
 }
 
 /// Each topic's `unclean.leader.election.enable` override in `/config/topics/<t>`, read live
@@ -317,7 +288,7 @@ pub async fn topic_infos<S: ZkStore + Clone>(
 pub async fn leaderships<S: ZkStore + Clone>(
     zk: &S,
     partitions: &[(String, i32)],
-) -> Result<BTreeMap<(String, i32), StoredLeadership>, ControllerZkError> {
+) -> Result<BTreeMap<(String, i32), LeaderAndIsr>, ControllerZkError> {
     let paths: Vec<String> = partitions.iter().map(|(t, p)| paths::partition_state(t, *p)).collect();
     let results = zk.get_data_many(&paths).await?;
     let mut out = BTreeMap::new();
@@ -327,21 +298,11 @@ pub async fn leaderships<S: ZkStore + Clone>(
             Err(ZkError::NoNode { .. }) => continue,
             Err(e) => return Err(e.into()),
         };
-        let s = PartitionState::decode(&data).map_err(|e| ControllerZkError::Malformed {
+        let l = LeaderAndIsr::from_znode(&data, stat.version).map_err(|reason| ControllerZkError::Malformed {
             path: path.clone(),
-            reason: e.to_string(),
+            reason,
         })?;
-        out.insert(
-            (topic.clone(), *partition),
-            StoredLeadership {
-                leader: s.leader.0,
-                leader_epoch: s.leader_epoch.0,
-                isr: s.isr,
-                controller_epoch: s.controller_epoch.0,
-                leader_recovery_state: s.leader_recovery_state.unwrap_or(0) as u8,
-                zk_version: stat.version.0,
-            },
-        );
+        out.insert((topic.clone(), *partition), l);
     }
     Ok(out)
 }
@@ -379,7 +340,7 @@ pub async fn partition_znodes<S: ZkStore + Clone>(
 pub async fn existing_leaderships<S: ZkStore + Clone>(
     zk: &S,
     partitions: &[(String, i32)],
-) -> Result<BTreeMap<(String, i32), StoredLeadership>, ControllerZkError> {
+) -> Result<BTreeMap<(String, i32), LeaderAndIsr>, ControllerZkError> {
     let topics: Vec<String> = partitions
         .iter()
         .map(|(t, _)| t.clone())
@@ -396,16 +357,8 @@ pub async fn existing_leaderships<S: ZkStore + Clone>(
 }
 
 /// The state znode payload for a leadership decided in `controller_epoch`.
-pub fn state_payload(l: &StoredLeadership, controller_epoch: i32) -> Vec<u8> {
-    PartitionState {
-        controller_epoch: ControllerEpoch(controller_epoch),
-        leader: BrokerId(l.leader),
-        version: 1,
-        leader_epoch: LeaderEpoch(l.leader_epoch),
-        isr: l.isr.clone(),
-        leader_recovery_state: (l.leader_recovery_state == 1).then_some(1),
-    }
-    .encode()
+pub fn state_payload(l: &LeaderAndIsr, controller_epoch: i32) -> Vec<u8> {
+    l.to_znode(controller_epoch)
 }
 
 /// Partitions per multi: ~500 × 3 small ops stay well under ZooKeeper's 1 MB request limit.
@@ -419,7 +372,7 @@ pub async fn create_partition_states<S: ZkStore + Clone>(
     zk: &S,
     epoch: ControllerEpoch,
     epoch_version: ZkVersion,
-    states: &[((String, i32), StoredLeadership)],
+    states: &[((String, i32), LeaderAndIsr)],
 ) -> Result<(), ControllerZkError> {
     let topics: Vec<String> = states
         .iter()
@@ -467,7 +420,7 @@ pub async fn update_partition_states<S: ZkStore + Clone>(
     zk: &S,
     epoch: ControllerEpoch,
     epoch_version: ZkVersion,
-    states: &[((String, i32), StoredLeadership)],
+    states: &[((String, i32), LeaderAndIsr)],
 ) -> Result<Vec<i32>, ControllerZkError> {
     let batches = states
         .chunks(WRITE_BATCH)

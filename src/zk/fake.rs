@@ -52,6 +52,8 @@ struct Client {
     lost_replies: u32,
     /// Calls made (a multi counts once).
     requests: u64,
+    /// Disconnected from the server: calls fail with a connection loss, watch events wait.
+    disconnected: bool,
     events: broadcast::Sender<SessionEvent>,
 }
 
@@ -64,6 +66,21 @@ struct State {
     watchers: Vec<Watcher>,
     /// Watch events held back, in the order they happened: (client, its stream, event).
     held: Vec<(usize, mpsc::UnboundedSender<WatchEvent>, WatchEvent)>,
+    /// Every applied write, in order, once [`FakeZk::record_writes`] was called.
+    writes: Option<Vec<Write>>,
+}
+
+/// One applied write (for the controller simulation's invariants).
+#[derive(Debug, Clone)]
+pub struct Write {
+    /// The session that made it.
+    pub session: i64,
+    /// The znode created, set or deleted.
+    pub path: String,
+    /// What was written (`None` for a delete).
+    pub data: Option<Vec<u8>>,
+    /// `/controller_epoch`'s contents once the write was applied (empty if absent).
+    pub controller_epoch: Vec<u8>,
 }
 
 impl State {
@@ -76,6 +93,7 @@ impl State {
             holding: false,
             lost_replies: 0,
             requests: 0,
+            disconnected: false,
             events,
         });
         self.clients.len() - 1
@@ -114,6 +132,7 @@ impl FakeZk {
             clients: Vec::new(),
             watchers: Vec::new(),
             held: Vec::new(),
+            writes: None,
         };
         let client = state.new_client();
         FakeZk {
@@ -225,6 +244,37 @@ impl FakeZk {
         self.lock().clients[self.client].lost_replies += 1;
     }
 
+    /// Cuts this client off the server (a ZooKeeper disconnect shorter than the session
+    /// timeout): calls fail with a connection loss and watch events wait, until
+    /// [`FakeZk::reconnect`]. Ephemerals stay.
+    pub fn disconnect(&self) {
+        let mut st = self.lock();
+        st.clients[self.client].disconnected = true;
+        st.clients[self.client].holding = true;
+    }
+
+    /// Ends a [`FakeZk::disconnect`]: calls work again and the events that waited arrive.
+    pub fn reconnect(&self) {
+        self.lock().clients[self.client].disconnected = false;
+        self.release_watches();
+    }
+
+    /// Starts recording every applied write of every client (see [`FakeZk::take_writes`]).
+    pub fn record_writes(&self) {
+        self.lock().writes.get_or_insert_with(Vec::new);
+    }
+
+    /// The writes recorded since the last call.
+    pub fn take_writes(&self) -> Vec<Write> {
+        self.lock().writes.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Every znode's path, data and stat, as they are now.
+    pub fn snapshot(&self) -> BTreeMap<String, (Vec<u8>, Stat)> {
+        let st = self.lock();
+        st.nodes.iter().map(|(p, n)| (p.clone(), (n.data.clone(), n.stat))).collect()
+    }
+
     /// Calls this client made (a multi counts once).
     pub fn requests(&self) -> u64 {
         self.lock().clients[self.client].requests
@@ -251,7 +301,33 @@ impl FakeZk {
         if client.expired {
             return Err(ZkError::SessionExpired);
         }
+        if client.disconnected {
+            return Err(ZkError::Unavailable {
+                reason: "connection loss (disconnected)".into(),
+            });
+        }
         Ok(st)
+    }
+
+    /// Records an applied write, if recording.
+    fn record(&self, st: &mut State, path: &str, data: Option<&[u8]>) {
+        if st.writes.is_none() {
+            return;
+        }
+        let session = st.clients[self.client].session_id;
+        let controller_epoch = st
+            .nodes
+            .get(crate::zk::paths::CONTROLLER_EPOCH)
+            .map(|n| n.data.clone())
+            .unwrap_or_default();
+        if let Some(writes) = st.writes.as_mut() {
+            writes.push(Write {
+                session,
+                path: path.to_string(),
+                data: data.map(<[u8]>::to_vec),
+                controller_epoch,
+            });
+        }
     }
 
     /// What a write that was applied answers: its result, or a connection loss if one was armed.
@@ -454,6 +530,9 @@ impl ZkStore for FakeZk {
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(String, Stat), ZkError> {
         let mut st = self.begin()?;
         let result = self.create_locked(&mut st, path, data, mode);
+        if let Ok((created, _)) = &result {
+            self.record(&mut st, created, Some(data));
+        }
         self.reply(&mut st, result)
     }
 
@@ -485,6 +564,9 @@ impl ZkStore for FakeZk {
             }),
             Err(e) => Err(e),
         };
+        if result.is_ok() {
+            self.record(&mut st, path, Some(data));
+        }
         self.reply(&mut st, result)
     }
 
@@ -495,6 +577,9 @@ impl ZkStore for FakeZk {
             version,
         };
         let result = self.apply(&mut st, &op).map(|_| ());
+        if result.is_ok() {
+            self.record(&mut st, path, None);
+        }
         self.reply(&mut st, result)
     }
 
@@ -547,6 +632,11 @@ impl ZkStore for FakeZk {
                 _ => op.path(),
             };
             let (parent, _) = split_parent(path);
+            match op {
+                Op::Create { data, .. } | Op::SetData { data, .. } => self.record(&mut st, path, Some(data)),
+                Op::Delete { .. } => self.record(&mut st, path, None),
+                Op::Check { .. } => {}
+            }
             let event = match op {
                 Op::Check { .. } => continue,
                 Op::Create { .. } => WatchEvent::Created { path: path.to_string() },

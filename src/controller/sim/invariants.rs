@@ -1,0 +1,152 @@
+//! The invariants, checked against ZooKeeper's write log after every step and against the
+//! whole cluster once it has quiesced.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::super::model::LeaderAndIsr;
+use super::world::World;
+use crate::types::{BrokerId, ZkVersion};
+use crate::zk::fake::Write;
+use crate::zk::paths;
+use crate::zk::store::ZkStore;
+
+#[derive(Default)]
+pub struct Checker {
+    /// The last `/controller_epoch` written (`None` before it exists).
+    controller_epoch: Option<i32>,
+    /// Each controller epoch's brokers whose controller writes succeeded.
+    writers: BTreeMap<i32, BTreeSet<BrokerId>>,
+    /// Each state znode's last contents.
+    states: BTreeMap<String, LeaderAndIsr>,
+    /// Unclean elections seen.
+    pub unclean: usize,
+    /// Writes seen (for quiescence).
+    pub writes: usize,
+}
+
+fn epoch_of(data: &[u8]) -> i32 {
+    std::str::from_utf8(data).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Paths a broker's session writes for itself, not as controller.
+fn own_path(path: &str) -> bool {
+    path.starts_with("/brokers/ids/") || path == paths::CONTROLLER || path == paths::CONTROLLER_EPOCH
+}
+
+impl Checker {
+    /// Checks every write since the last call.
+    pub fn after_step(&mut self, world: &mut World) -> Result<(), String> {
+        let admin = world.admin.session_id();
+        for w in world.admin.take_writes() {
+            self.writes += 1;
+            // `/controller` carries a wall-clock timestamp: left out so traces replay exactly.
+            let data = match &w.data {
+                Some(_) if w.path == paths::CONTROLLER => "(elected)".into(),
+                Some(d) => String::from_utf8_lossy(d).into_owned(),
+                None => "(deleted)".into(),
+            };
+            world.log(format!("zk write s{} {} {data}", w.session, w.path));
+            let owner = world.session_owner.get(&w.session).copied();
+            self.check(&w, admin, owner, world.unclean)?;
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, w: &Write, admin: i64, owner: Option<BrokerId>, unclean_allowed: bool) -> Result<(), String> {
+        let epoch_now = epoch_of(&w.controller_epoch);
+        if w.path == paths::CONTROLLER_EPOCH {
+            if let Some(before) = self.controller_epoch.filter(|e| epoch_now <= *e) {
+                return Err(format!("/controller_epoch went from {before} to {epoch_now}"));
+            }
+            self.controller_epoch = Some(epoch_now);
+        }
+        if w.session != admin && !own_path(&w.path) {
+            let writers = self.writers.entry(epoch_now).or_default();
+            writers.insert(owner.unwrap_or(BrokerId(-1)));
+            if writers.len() > 1 {
+                return Err(format!("two controllers' writes succeeded in epoch {epoch_now}: brokers {writers:?}"));
+            }
+        }
+        if !(w.path.starts_with("/brokers/topics/") && w.path.ends_with("/state")) {
+            return Ok(());
+        }
+        let Some(data) = &w.data else {
+            self.states.remove(&w.path);
+            return Ok(());
+        };
+        let l = LeaderAndIsr::from_znode(data, ZkVersion(0)).map_err(|e| format!("{}: {e}", w.path))?;
+        if l.isr.is_empty() {
+            return Err(format!("{}: empty ISR", w.path));
+        }
+        if let Some(leader) = l.leader {
+            if !l.isr.contains(&leader) {
+                return Err(format!("{}: leader {leader} outside ISR {:?}", w.path, l.isr));
+            }
+        }
+        if w.session != admin && l.controller_epoch != epoch_now {
+            return Err(format!(
+                "{}: written with controller epoch {} while /controller_epoch is {epoch_now}",
+                w.path, l.controller_epoch
+            ));
+        }
+        if let Some(prev) = self.states.get(&w.path) {
+            if l.leader_epoch < prev.leader_epoch {
+                return Err(format!(
+                    "{}: leader epoch went back from {} to {}",
+                    w.path, prev.leader_epoch, l.leader_epoch
+                ));
+            }
+            if let Some(leader) = l.leader {
+                if l.leader != prev.leader && !prev.isr.contains(&leader) {
+                    if !unclean_allowed {
+                        return Err(format!(
+                            "{}: leader {leader} elected from outside the ISR {:?} with unclean election off",
+                            w.path, prev.isr
+                        ));
+                    }
+                    self.unclean += 1;
+                }
+            }
+            if l.leader != prev.leader && l.leader_epoch == prev.leader_epoch {
+                return Err(format!("{}: leader changed without a new leader epoch", w.path));
+            }
+        }
+        self.states.insert(w.path.clone(), l);
+        Ok(())
+    }
+
+    /// Once quiet with every broker up: one controller, every partition led by a live ISR
+    /// member, every deletion done, no illegal state change.
+    pub async fn at_quiescence(&self, world: &World) -> Result<(), String> {
+        let Some(c) = world.controller_id().await else {
+            return Err("no controller".into());
+        };
+        let active: Vec<BrokerId> = world
+            .brokers
+            .iter()
+            .filter(|b| b.controller.is_active())
+            .map(|b| b.id)
+            .collect();
+        if active != vec![c] {
+            return Err(format!("/controller names {c} but active controllers are {active:?}"));
+        }
+        let queued = world.admin.children(paths::DELETE_TOPICS).await.unwrap_or_default();
+        if !queued.is_empty() {
+            return Err(format!("deletions not done: {queued:?}"));
+        }
+        for (t, assignment) in world.topics().await {
+            for p in assignment.keys() {
+                let path = paths::partition_state(&t, *p);
+                let Ok((data, stat)) = world.admin.get_data(&path).await else {
+                    return Err(format!("{t}-{p} has no state znode"));
+                };
+                let l = LeaderAndIsr::from_znode(&data, stat.version)?;
+                let live = |b: BrokerId| world.brokers.iter().any(|x| x.id == b && x.registered);
+                if !l.leader.is_some_and(live) {
+                    return Err(format!("{t}-{p} has no live leader: {l:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
