@@ -79,9 +79,9 @@ pub fn controlled_shutdown(
         }
         let live: HashSet<BrokerId> = live.iter().copied().collect();
         let shutting: HashSet<BrokerId> = shutting_down.iter().copied().collect();
-        election::controlled_shutdown_election(assignment, &state, &live, &shutting)?.new
+        election::controlled_shutdown_election(assignment, state, &live, &shutting)?.new
     } else {
-        election::remove_replica_from_isr(&state, broker)?
+        election::remove_replica_from_isr(state, broker)?
     };
     Some(stored(next, current, controller_epoch))
 }
@@ -121,8 +121,8 @@ pub fn preferred(
         return Err(ElectionNotNeeded);
     }
     let live: HashSet<BrokerId> = live.iter().copied().collect();
-    let result = election::preferred_replica_election(assignment, &current.clone(), &live)
-        .ok_or(PreferredLeaderNotAvailable)?;
+    let result =
+        election::preferred_replica_election(assignment, &current.clone(), &live).ok_or(PreferredLeaderNotAvailable)?;
     Ok(stored(result.new, current, controller_epoch))
 }
 

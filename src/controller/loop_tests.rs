@@ -266,12 +266,16 @@ async fn a_dead_leaders_partitions_move_to_a_live_isr_member_with_a_new_leader_e
     one.active_epoch().await;
     create_topic(&admin, "t", &[&[2, 3]]).await;
     eventually("broker 2 leading t-0", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(2)))
+        state(&admin, "t", 0)
+            .await
+            .is_some_and(|s| s.leader == Some(BrokerId(2)))
     })
     .await;
     two.expire_session();
     eventually("broker 3 leading t-0", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(3)))
+        state(&admin, "t", 0)
+            .await
+            .is_some_and(|s| s.leader == Some(BrokerId(3)))
     })
     .await;
     let p0 = state(&admin, "t", 0).await.expect("p0");
@@ -295,7 +299,9 @@ async fn a_zombie_controllers_writes_are_refused_and_it_steps_down() {
     zombie.active_epoch().await;
     create_topic(&admin, "t", &[&[1, 2]]).await;
     eventually("t-0 with leader 1", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(1)))
+        state(&admin, "t", 0)
+            .await
+            .is_some_and(|s| s.leader == Some(BrokerId(1)))
     })
     .await;
     let (_, stale_version) = controller_epoch(&admin).await;
@@ -438,7 +444,9 @@ async fn a_lost_reply_to_a_new_topics_first_write_still_ends_with_a_leader() {
     one.zk.lose_next_write_reply();
     create_topic(&admin, "t", &[&[1, 2]]).await;
     eventually("t-0 led by broker 1", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(1)))
+        state(&admin, "t", 0)
+            .await
+            .is_some_and(|s| s.leader == Some(BrokerId(1)))
     })
     .await;
 }
@@ -455,7 +463,9 @@ async fn a_lost_reply_to_an_elections_update_still_tells_the_new_leader() {
     one.active_epoch().await;
     create_topic(&admin, "t", &[&[2, 3]]).await;
     eventually("broker 2 leading t-0", || async {
-        state(&admin, "t", 0).await.is_some_and(|s| s.leader == Some(BrokerId(2)))
+        state(&admin, "t", 0)
+            .await
+            .is_some_and(|s| s.leader == Some(BrokerId(2)))
     })
     .await;
     one.zk.lose_next_write_reply();
@@ -467,7 +477,11 @@ async fn a_lost_reply_to_an_elections_update_still_tells_the_new_leader() {
         .await;
     assert_eq!(leader_and_isr_states(&told, "t"), vec![(0, 3, 1, vec![3])]);
     let p0 = state(&admin, "t", 0).await.expect("p0");
-    assert_eq!((p0.leader, p0.leader_epoch, p0.zk_version), (Some(BrokerId(3)), 1, 1), "written once");
+    assert_eq!(
+        (p0.leader, p0.leader_epoch, p0.zk_version),
+        (Some(BrokerId(3)), 1, 1),
+        "written once"
+    );
 }
 
 /// A connection loss on the ISR shrink of a controlled shutdown, applied: the shutting-down
@@ -489,7 +503,10 @@ async fn a_lost_reply_to_a_controlled_shutdowns_isr_change_still_answers() {
     let answer = one.controller.controlled_shutdown(BrokerId(2), -1).await;
     assert!(answer.is_ok(), "answered: {answer:?}");
     let p0 = state(&admin, "t", 0).await.expect("p0");
-    assert_eq!((p0.leader, p0.isr.clone(), p0.zk_version), (Some(BrokerId(1)), ids(&[1]), 1));
+    assert_eq!(
+        (p0.leader, p0.isr.clone(), p0.zk_version),
+        (Some(BrokerId(1)), ids(&[1]), 1)
+    );
 }
 
 /// A connection loss on the removal of a deleted topic's znodes, applied: the retry's NoNode is

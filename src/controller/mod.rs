@@ -35,12 +35,12 @@ mod notifications;
 mod operations;
 pub mod partition_state;
 mod refresh;
-#[cfg(test)]
-mod sim;
 pub mod replica_changes;
 pub mod replica_state;
 pub mod requests;
 pub mod retry;
+#[cfg(test)]
+mod sim;
 pub mod state_changes;
 pub mod stats;
 pub mod store;

@@ -119,7 +119,13 @@ mod tests {
             zk_version: 0,
         };
         let back = LeaderAndIsr::from_znode(&l.to_znode(9), ZkVersion(5)).expect("decodes");
-        assert_eq!(back, LeaderAndIsr { zk_version: 5, ..l.clone() });
+        assert_eq!(
+            back,
+            LeaderAndIsr {
+                zk_version: 5,
+                ..l.clone()
+            }
+        );
         let none = LeaderAndIsr { leader: None, ..l };
         let text = String::from_utf8(none.to_znode(9)).expect("utf8");
         assert!(text.contains("\"leader\":-1"), "{text}");

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use super::controller::Controller;
 use super::event_manager::Event;
+use super::model::RegisteredBroker;
 use super::requests;
 use super::store::ControllerStore;
-use super::model::RegisteredBroker;
 use super::zk_ops::{self, ControllerZkError};
 use crate::types::BrokerId;
 use crate::zk::paths;

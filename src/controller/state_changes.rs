@@ -9,9 +9,9 @@
 //! controller asks [`ControllerContext::may_change`] before it writes a decision to ZooKeeper,
 //! so a refused election is not written either. No I/O here.
 
+use super::model::LeaderAndIsr;
 use super::partition_state::{check_transition, PartitionState, PartitionStates};
 use super::requests::ControllerContext;
-use super::model::LeaderAndIsr;
 use crate::types::{BrokerId, TopicPartition};
 
 /// Counter of refused partition state changes (kastle's; Kafka only logs them).

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tokio::task::JoinSet;
 
+use super::model::{LeaderAndIsr, RegisteredBroker, TopicInfo};
 use crate::clock::now_ms;
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
-use super::model::{LeaderAndIsr, RegisteredBroker, TopicInfo};
 use crate::zk::models::{BrokerRegistration, ControllerEpochZNode, ControllerZNode, TopicAssignment, ZNodePayload};
 use crate::zk::paths;
 use crate::zk::store::{CreateMode, Op, ZkError, ZkStore};

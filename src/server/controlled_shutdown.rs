@@ -9,8 +9,8 @@ use kafka_protocol::messages::{ApiKey, BrokerId as KpBrokerId, ControlledShutdow
 
 use super::metadata_cache::MetadataCache;
 use crate::client::BrokerConnection;
-use crate::controller::requests::broker_address;
 use crate::controller::model::RegisteredBroker;
+use crate::controller::requests::broker_address;
 use crate::controller::zk_ops;
 use crate::types::BrokerId;
 use crate::zk::{KafkaZkClient, ZkSession};

@@ -272,7 +272,10 @@ impl FakeZk {
     /// Every znode's path, data and stat, as they are now.
     pub fn snapshot(&self) -> BTreeMap<String, (Vec<u8>, Stat)> {
         let st = self.lock();
-        st.nodes.iter().map(|(p, n)| (p.clone(), (n.data.clone(), n.stat))).collect()
+        st.nodes
+            .iter()
+            .map(|(p, n)| (p.clone(), (n.data.clone(), n.stat)))
+            .collect()
     }
 
     /// Calls this client made (a multi counts once).

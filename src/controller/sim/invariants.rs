@@ -25,7 +25,10 @@ pub struct Checker {
 }
 
 fn epoch_of(data: &[u8]) -> i32 {
-    std::str::from_utf8(data).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+    std::str::from_utf8(data)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Paths a broker's session writes for itself, not as controller.
@@ -64,7 +67,9 @@ impl Checker {
             let writers = self.writers.entry(epoch_now).or_default();
             writers.insert(owner.unwrap_or(BrokerId(-1)));
             if writers.len() > 1 {
-                return Err(format!("two controllers' writes succeeded in epoch {epoch_now}: brokers {writers:?}"));
+                return Err(format!(
+                    "two controllers' writes succeeded in epoch {epoch_now}: brokers {writers:?}"
+                ));
             }
         }
         if !(w.path.starts_with("/brokers/topics/") && w.path.ends_with("/state")) {

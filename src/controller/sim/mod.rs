@@ -180,7 +180,15 @@ pub fn report(seed: u64, outcome: &Outcome) -> String {
         }
     }
     let o = shortest.as_ref().unwrap_or(outcome);
-    let tail: Vec<&String> = o.trace.iter().rev().take(80).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: Vec<&String> = o
+        .trace
+        .iter()
+        .rev()
+        .take(80)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     format!(
         "simulation seed {seed} failed: {}\n(shortest failing schedule: {faults} faults; rerun with scripts/simulate --seed {seed})\n{}",
         o.violation.as_deref().or(outcome.violation.as_deref()).unwrap_or("?"),
@@ -195,12 +203,10 @@ pub fn run_seeds(first: u64, count: u64) -> Option<String> {
         let handles: Vec<_> = (0..threads)
             .map(|k| {
                 s.spawn(move || {
-                    (first + k..first + count)
-                        .step_by(threads as usize)
-                        .find_map(|seed| {
-                            let o = run(seed, FAULTS);
-                            o.violation.is_some().then(|| report(seed, &o))
-                        })
+                    (first + k..first + count).step_by(threads as usize).find_map(|seed| {
+                        let o = run(seed, FAULTS);
+                        o.violation.is_some().then(|| report(seed, &o))
+                    })
                 })
             })
             .collect();
@@ -238,7 +244,12 @@ mod tests {
             let failed: Vec<String> = (first..first + count)
                 .filter_map(|seed| run(seed, FAULTS).violation.map(|v| format!("seed {seed}: {v}")))
                 .collect();
-            eprintln!("{}\n{} of {count} seeds failed in {:?}", failed.join("\n"), failed.len(), started.elapsed());
+            eprintln!(
+                "{}\n{} of {count} seeds failed in {:?}",
+                failed.join("\n"),
+                failed.len(),
+                started.elapsed()
+            );
             return;
         }
         if let Some(report) = run_seeds(first, count) {

@@ -186,7 +186,14 @@ impl World {
         b.zk.reconnect();
         b.zk.renew_session();
         // A reply lost on purpose may hide a registration that was made.
-        b.registered = register(&b.zk, b.id).await || self.admin.exists(&paths::broker_id(b.id)).await.ok().flatten().is_some();
+        b.registered = register(&b.zk, b.id).await
+            || self
+                .admin
+                .exists(&paths::broker_id(b.id))
+                .await
+                .ok()
+                .flatten()
+                .is_some();
         self.session_owner.insert(b.zk.session_id(), b.id);
         b.failed.clear();
         b.lost_request = false;
@@ -200,7 +207,9 @@ impl World {
     /// it is asked to elect leaders, which it must fail to write.
     pub async fn make_zombie(&mut self, until: usize) {
         let Some(id) = self.controller_id().await else { return };
-        let Some(b) = self.brokers.iter_mut().find(|b| b.id == id) else { return };
+        let Some(b) = self.brokers.iter_mut().find(|b| b.id == id) else {
+            return;
+        };
         b.zk.hold_watches();
         b.cut_off_until = Some(until);
         let handle = b.controller.clone();
@@ -270,7 +279,9 @@ impl World {
 
     pub async fn delete_topic(&mut self) {
         let topics: Vec<String> = self.topics().await.into_keys().collect();
-        let Some(t) = self.rng.pick(&topics).cloned() else { return };
+        let Some(t) = self.rng.pick(&topics).cloned() else {
+            return;
+        };
         let ok = self
             .admin
             .create(&paths::delete_topic(&t), &[], CreateMode::Persistent)
@@ -281,7 +292,9 @@ impl World {
 
     pub async fn add_partition(&mut self) {
         let topics: Vec<(String, usize)> = self.topics().await.into_iter().map(|(t, a)| (t, a.len())).collect();
-        let Some((t, count)) = self.rng.pick(&topics).cloned() else { return };
+        let Some((t, count)) = self.rng.pick(&topics).cloned() else {
+            return;
+        };
         let lists: Vec<Vec<BrokerId>> = vec![self.replicas()];
         let i = self.rng.below(self.brokers.len());
         let handle = self.brokers[i].controller.clone();
@@ -310,7 +323,11 @@ impl World {
             .topics()
             .await
             .into_iter()
-            .flat_map(|(t, a)| a.into_iter().filter(|(_, r)| r.contains(&id)).map(move |(p, _)| (t.clone(), p)))
+            .flat_map(|(t, a)| {
+                a.into_iter()
+                    .filter(|(_, r)| r.contains(&id))
+                    .map(move |(p, _)| (t.clone(), p))
+            })
             .collect();
         let failed: Vec<(String, i32)> = mine.into_iter().filter(|_| self.rng.chance(50)).collect();
         self.brokers[i].failed.extend(failed.iter().cloned());
@@ -328,16 +345,26 @@ impl World {
             .into_iter()
             .flat_map(|(t, a)| a.into_iter().map(move |(p, r)| (t.clone(), p, r)))
             .collect();
-        let Some((t, p, replicas)) = self.rng.pick(&keys).cloned() else { return };
+        let Some((t, p, replicas)) = self.rng.pick(&keys).cloned() else {
+            return;
+        };
         let path = paths::partition_state(&t, p);
-        let Ok((data, stat)) = self.admin.get_data(&path).await else { return };
-        let Ok(mut l) = LeaderAndIsr::from_znode(&data, stat.version) else { return };
+        let Ok((data, stat)) = self.admin.get_data(&path).await else {
+            return;
+        };
+        let Ok(mut l) = LeaderAndIsr::from_znode(&data, stat.version) else {
+            return;
+        };
         let Some(leader) = l.leader else { return };
         let live = |b: &BrokerId| self.brokers.iter().any(|x| x.id == *b && x.registered);
         if !live(&leader) {
             return;
         }
-        let outside: Vec<BrokerId> = replicas.iter().copied().filter(|r| !l.isr.contains(r) && live(r)).collect();
+        let outside: Vec<BrokerId> = replicas
+            .iter()
+            .copied()
+            .filter(|r| !l.isr.contains(r) && live(r))
+            .collect();
         let followers: Vec<BrokerId> = l.isr.iter().copied().filter(|r| *r != leader).collect();
         let expand = !outside.is_empty() && (followers.is_empty() || self.rng.chance(50));
         if expand {
@@ -355,14 +382,24 @@ impl World {
         if written {
             let note = IsrChangeNotification {
                 version: 1,
-                partitions: vec![TopicPartitionRef { topic: t.clone(), partition: p }],
+                partitions: vec![TopicPartitionRef {
+                    topic: t.clone(),
+                    partition: p,
+                }],
             };
             let _ = self
                 .admin
-                .create(&paths::isr_change_sequential(), &note.encode(), CreateMode::PersistentSequential)
+                .create(
+                    &paths::isr_change_sequential(),
+                    &note.encode(),
+                    CreateMode::PersistentSequential,
+                )
                 .await;
         }
-        self.log(format!("leader {leader} sets ISR of {t}-{p} to {:?} ok={written}", l.isr));
+        self.log(format!(
+            "leader {leader} sets ISR of {t}-{p} to {:?} ok={written}",
+            l.isr
+        ));
     }
 }
 
@@ -428,7 +465,10 @@ fn describe(s: &Sent) -> String {
             )
         }
         ControlRequest::UpdateMetadata(r) => {
-            format!("c{}@{} UpdateMetadata -> {}", r.controller_id.0, r.controller_epoch, s.broker)
+            format!(
+                "c{}@{} UpdateMetadata -> {}",
+                r.controller_id.0, r.controller_epoch, s.broker
+            )
         }
         ControlRequest::StopReplica(r) => format!(
             "c{}@{} StopReplica -> {} delete={}",
