@@ -70,7 +70,7 @@ mod tests {
 
     #[test]
     fn parses_and_prints_kafkas_form() {
-        let p: KafkaPrincipal = "User:CN=alice,OU=eng".parse().unwrap();
+        let p: KafkaPrincipal = "User:CN=alice,OU=eng".parse().expect("a principal");
         assert_eq!(p.principal_type, "User");
         assert_eq!(p.name, "CN=alice,OU=eng");
         assert_eq!(p.to_string(), "User:CN=alice,OU=eng");
