@@ -3,6 +3,7 @@
 //! connection once and stamps every request's [`RequestContext`](crate::network::RequestContext)
 //! with the principal; handlers ask the authorizer, never the socket.
 
+pub mod jaas;
 mod principal;
 
 pub use principal::{KafkaPrincipal, PrincipalParseError};
