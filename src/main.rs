@@ -234,6 +234,13 @@ enum ZkCommand {
         /// Session timeout used for the walk, in milliseconds.
         #[arg(long, default_value_t = 10_000)]
         timeout_ms: u64,
+        /// A JAAS file whose login section authenticates with SASL DIGEST-MD5 (the broker's
+        /// zookeeper.sasl.jaas.config.file); needed when the znodes have secure ACLs.
+        #[arg(long, value_name = "FILE")]
+        sasl_jaas_config_file: Option<std::path::PathBuf>,
+        /// The JAAS section to log in with (zookeeper.sasl.clientconfig).
+        #[arg(long, value_name = "SECTION", default_value = "Client")]
+        sasl_clientconfig: String,
     },
 }
 
@@ -285,7 +292,21 @@ fn main() -> ExitCode {
                 }
                 Err(code) => code,
             },
-            Command::Zk(ZkCommand::Check { zookeeper, timeout_ms }) => zk_check(&zookeeper, timeout_ms).await,
+            Command::Zk(ZkCommand::Check {
+                zookeeper,
+                timeout_ms,
+                sasl_jaas_config_file,
+                sasl_clientconfig,
+            }) => {
+                let security = kastle::config::ZkClientSecurity {
+                    sasl: sasl_jaas_config_file.map(|jaas_file| kastle::config::ZkSaslClient {
+                        jaas_file,
+                        section: sasl_clientconfig,
+                    }),
+                    set_acl: false,
+                };
+                zk_check(&zookeeper, timeout_ms, &security).await
+            }
             Command::Health(args) => health(args).await,
             Command::Topics(args) => tool(kastle::admin::cli::topics::run(&args).await),
             Command::Configs(args) => {
@@ -393,11 +414,12 @@ fn start_metrics(listener: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn zk_check(connect: &str, timeout_ms: u64) -> ExitCode {
+async fn zk_check(connect: &str, timeout_ms: u64, security: &kastle::config::ZkClientSecurity) -> ExitCode {
     let result: anyhow::Result<check::CheckReport> = async {
         let connect = ConnectString::parse(connect)?;
         let timeout = Duration::from_millis(timeout_ms);
-        let session = ZkSession::connect(&connect, timeout, timeout).await?;
+        let security = kastle::zk::ZkSecurity::load(security)?;
+        let session = ZkSession::connect_secured(&connect, timeout, timeout, &security).await?;
         let report = check::check_tree(&session).await;
         session.close().await;
         Ok(report?)

@@ -75,6 +75,25 @@ pub struct KafkaConfig {
     min_insync_replicas: i32,
     inter_broker_protocol_version: String,
     metrics_listener: Option<String>,
+    zookeeper_security: ZkClientSecurity,
+}
+
+/// How the broker authenticates its ZooKeeper sessions and protects its znodes (the checked
+/// `zookeeper.sasl.*` and `zookeeper.set.acl` keys; TLS to ZooKeeper is refused at load).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ZkClientSecurity {
+    /// SASL DIGEST-MD5 from a JAAS file section; `None` for an anonymous session.
+    pub sasl: Option<ZkSaslClient>,
+    /// `zookeeper.set.acl`: create znodes with Kafka's secure ACLs.
+    pub set_acl: bool,
+}
+
+/// Where the ZooKeeper login lives: `zookeeper.sasl.jaas.config.file` and its
+/// `zookeeper.sasl.clientconfig` section (read when the session opens).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZkSaslClient {
+    pub jaas_file: PathBuf,
+    pub section: String,
 }
 
 impl KafkaConfig {
@@ -204,6 +223,11 @@ impl KafkaConfig {
     /// `zookeeper.connection.timeout.ms`, or the session timeout when unset.
     pub fn zookeeper_connection_timeout(&self) -> Duration {
         self.zookeeper_connection_timeout
+    }
+
+    /// `zookeeper.sasl.*` and `zookeeper.set.acl`, checked.
+    pub fn zookeeper_security(&self) -> &ZkClientSecurity {
+        &self.zookeeper_security
     }
 
     /// Endpoints to bind (port 0 = any free port).

@@ -13,7 +13,7 @@ use crate::config::error::ConfigError;
 use crate::config::listeners::{parse_listeners, parse_protocol_map, EndPoint, ListenerProblem};
 use crate::config::load::Entries;
 use crate::config::value::{split_list, Source, Value};
-use crate::config::{KafkaConfig, SecurityProtocol};
+use crate::config::{KafkaConfig, SecurityProtocol, ZkClientSecurity, ZkSaslClient};
 
 /// Read access to the merged entries with errors that name the key.
 struct View<'a>(&'a Entries);
@@ -134,6 +134,7 @@ pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
     check_control_plane(&v, &listeners, &advertised_listeners, &inter_broker_listener_name)?;
     check_replica_timing(&v)?;
     check_commit_acks(&v)?;
+    let zookeeper_security = zk_security(&v)?;
 
     let replication = v.int("default.replication.factor")?;
     let default_replication_factor =
@@ -157,8 +158,64 @@ pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
         min_insync_replicas: v.int("min.insync.replicas")?,
         inter_broker_protocol_version: v.str("inter.broker.protocol.version")?.to_string(),
         metrics_listener: v.opt_str("metrics.listener").map(str::to_string),
+        zookeeper_security,
         entries,
     })
+}
+
+const ZK_SET_ACL: &str = "zookeeper.set.acl";
+const ZK_SSL_ENABLE: &str = "zookeeper.ssl.client.enable";
+const ZK_CNXN_SOCKET: &str = "zookeeper.clientCnxnSocket";
+const ZK_JAAS_FILE: &str = "zookeeper.sasl.jaas.config.file";
+const ZK_SASL_CLIENT: &str = "zookeeper.sasl.client";
+const ZK_SASL_SECTION: &str = "zookeeper.sasl.clientconfig";
+/// The one client socket class kastle's ZooKeeper client stands in for (Kafka needs it for TLS).
+pub(crate) const ZK_NETTY_SOCKET: &str = "org.apache.zookeeper.ClientCnxnSocketNetty";
+
+/// The `zookeeper.*` security keys, checked: TLS to ZooKeeper is refused (not served), SASL needs
+/// a JAAS file, and `zookeeper.set.acl` needs an authenticated session (Kafka's `SecurityException`
+/// at start-up). The JAAS file itself is read when the session is opened (`zk::security`).
+fn zk_security(v: &View) -> Result<ZkClientSecurity, ConfigError> {
+    if v.bool(ZK_SSL_ENABLE)? {
+        return Err(v.invalid(
+            ZK_SSL_ENABLE,
+            "false: kastle does not serve TLS to ZooKeeper yet (zookeeper-client 0.11's tls feature \
+             builds rustls with aws-lc-rs, which needs cmake); use SASL DIGEST-MD5 \
+             (zookeeper.sasl.jaas.config.file) on a trusted network",
+        ));
+    }
+    if let Some(socket) = v.opt_str(ZK_CNXN_SOCKET) {
+        if socket != ZK_NETTY_SOCKET {
+            return Err(v.invalid(ZK_CNXN_SOCKET, format!("{ZK_NETTY_SOCKET} (or unset)")));
+        }
+    }
+    let jaas_file = v.opt_str(ZK_JAAS_FILE).map(PathBuf::from);
+    let sasl = match (v.value(ZK_SASL_CLIENT), &jaas_file) {
+        (Value::Bool(false), _) => None,
+        (Value::Bool(true), None) => {
+            return Err(v.conflict(
+                ZK_SASL_CLIENT,
+                ZK_JAAS_FILE,
+                "SASL to ZooKeeper needs the JAAS file holding its login section",
+            ))
+        }
+        (_, Some(file)) => Some(ZkSaslClient {
+            jaas_file: file.clone(),
+            section: v.str(ZK_SASL_SECTION)?.to_string(),
+        }),
+        (_, None) => None,
+    };
+    let set_acl = v.bool(ZK_SET_ACL)?;
+    if set_acl && sasl.is_none() {
+        return Err(v.conflict(
+            ZK_SET_ACL,
+            ZK_JAAS_FILE,
+            "secure ACLs (CREATOR_ALL) need an authenticated ZooKeeper session: set \
+             zookeeper.sasl.jaas.config.file to a JAAS file with a Client section, or set \
+             zookeeper.set.acl=false",
+        ));
+    }
+    Ok(ZkClientSecurity { sasl, set_acl })
 }
 
 fn millis(ms: i32) -> Duration {
@@ -411,4 +468,73 @@ fn check_commit_acks(v: &View) -> Result<(), ConfigError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod zk_security_tests {
+    use crate::config::{ConfigError, KafkaConfig, ZkSaslClient};
+
+    fn load(pairs: &[(&str, &str)]) -> Result<KafkaConfig, ConfigError> {
+        let mut all = vec![("zookeeper.connect", "zk:2181")];
+        all.extend_from_slice(pairs);
+        KafkaConfig::from_pairs(&all)
+    }
+
+    #[test]
+    fn tls_to_zookeeper_is_refused_naming_the_key() {
+        let e = load(&[("zookeeper.ssl.client.enable", "true")]).expect_err("not served");
+        let msg = e.to_string();
+        assert!(msg.contains("zookeeper.ssl.client.enable"), "{msg}");
+        assert!(msg.contains("aws-lc-rs"), "{msg}");
+    }
+
+    #[test]
+    fn only_the_netty_socket_class_is_accepted() {
+        load(&[(
+            "zookeeper.clientCnxnSocket",
+            "org.apache.zookeeper.ClientCnxnSocketNetty",
+        )])
+        .expect("netty");
+        let e = load(&[("zookeeper.clientCnxnSocket", "org.apache.zookeeper.ClientCnxnSocketNIO")]).expect_err("nio");
+        assert!(e.to_string().contains("ClientCnxnSocketNetty"), "{e}");
+    }
+
+    #[test]
+    fn jks_stores_are_refused() {
+        let e = load(&[("zookeeper.ssl.keystore.type", "JKS")]).expect_err("jks");
+        assert!(e.to_string().contains("PEM, PKCS12"), "{e}");
+    }
+
+    #[test]
+    fn a_jaas_file_turns_sasl_on_with_the_client_section() {
+        let c = load(&[
+            ("zookeeper.sasl.jaas.config.file", "/etc/zk.jaas"),
+            ("zookeeper.set.acl", "true"),
+        ])
+        .expect("valid");
+        let s = c.zookeeper_security();
+        assert_eq!(
+            s.sasl,
+            Some(ZkSaslClient {
+                jaas_file: "/etc/zk.jaas".into(),
+                section: "Client".into()
+            })
+        );
+        assert!(s.set_acl);
+        let off = load(&[
+            ("zookeeper.sasl.jaas.config.file", "/etc/zk.jaas"),
+            ("zookeeper.sasl.client", "false"),
+        ])
+        .expect("valid");
+        assert_eq!(off.zookeeper_security().sasl, None);
+        assert!(!load(&[]).expect("defaults").zookeeper_security().set_acl);
+    }
+
+    #[test]
+    fn set_acl_or_sasl_without_a_jaas_file_is_refused() {
+        let e = load(&[("zookeeper.set.acl", "true")]).expect_err("no login");
+        assert!(e.to_string().contains("zookeeper.sasl.jaas.config.file"), "{e}");
+        let e = load(&[("zookeeper.sasl.client", "true")]).expect_err("no file");
+        assert!(e.to_string().contains("zookeeper.sasl.client"), "{e}");
+    }
 }

@@ -30,6 +30,7 @@ use crate::types::{BrokerEpoch, BrokerId};
 use crate::zk::connect::{ConnectString, ConnectStringError};
 use crate::zk::kafka_zk_client::{KafkaZkClient, KafkaZkError};
 use crate::zk::models::AdvertisedEndpoint;
+use crate::zk::security::{ZkSecurity, ZkSecurityError};
 use crate::zk::session::ZkSession;
 
 /// Why a broker could not start, or had to stop.
@@ -39,6 +40,8 @@ pub enum BrokerError {
     ConnectString(#[from] ConnectStringError),
     #[error(transparent)]
     Zk(#[from] KafkaZkError),
+    #[error(transparent)]
+    ZkSecurity(#[from] ZkSecurityError),
     #[error(transparent)]
     LogDirIdentity(#[from] MetaPropertiesError),
     #[error("no usable log dir: {}", describe_offline(.offline))]
@@ -65,11 +68,18 @@ impl Broker {
     /// Runs start-up; returns once the broker is registered in ZooKeeper.
     pub async fn start(config: &KafkaConfig) -> Result<BrokerHandle, BrokerError> {
         let connect = ConnectString::parse(config.zookeeper_connect())?;
-        tracing::info!(zookeeper = %connect, "connecting to ZooKeeper");
-        let session = ZkSession::connect(
+        let security = ZkSecurity::load(config.zookeeper_security())?;
+        tracing::info!(
+            zookeeper = %connect,
+            sasl = security.digest.as_ref().map(|d| d.username.as_str()),
+            set_acl = security.set_acl,
+            "connecting to ZooKeeper"
+        );
+        let session = ZkSession::connect_secured(
             &connect,
             config.zookeeper_session_timeout(),
             config.zookeeper_connection_timeout(),
+            &security,
         )
         .await
         .map_err(KafkaZkError::from)?;
@@ -77,10 +87,11 @@ impl Broker {
         // and the controller's child watch on /brokers/topics must not become recursive). It is
         // opened before the broker registers: once registered, nothing in start-up may fail on
         // a slow or paused connect, or a registered broker would exit instead of serving.
-        let watch_session = match ZkSession::connect(
+        let watch_session = match ZkSession::connect_secured(
             &connect,
             config.zookeeper_session_timeout(),
             config.zookeeper_connection_timeout(),
+            &security,
         )
         .await
         {

@@ -26,7 +26,9 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, watch};
 use zookeeper_client as zkc;
 
+use super::acl::{default_acl, ZnodeAcl};
 use super::connect::ConnectString;
+use super::security::ZkSecurity;
 use super::store::{CreateMode, Op, OpResult, ReadResult, Stat, WatchEvent, WatchMode, WatchStream, ZkError, ZkStore};
 use crate::types::ZkVersion;
 
@@ -48,6 +50,8 @@ struct Inner {
     connect: ConnectString,
     session_timeout: Duration,
     connection_timeout: Duration,
+    /// SASL login and ACL choice, the same for every session this store opens.
+    security: ZkSecurity,
     /// `None` once closed; never held across an `.await`.
     client: RwLock<Option<Arc<zkc::Client>>>,
     /// Bumped on every new session; watch tasks wait on it to re-arm.
@@ -71,14 +75,27 @@ pub struct ZkSession {
 }
 
 impl ZkSession {
-    /// Connects (waiting at most `connection_timeout`), creates the chroot if it is missing, and
-    /// starts the session monitor.
+    /// An anonymous session with open ACLs: [`Self::connect_secured`] with
+    /// [`ZkSecurity::anonymous`].
     pub async fn connect(
         connect: &ConnectString,
         session_timeout: Duration,
         connection_timeout: Duration,
     ) -> Result<ZkSession, ZkError> {
-        let client = connect_client(connect, session_timeout, connection_timeout).await?;
+        Self::connect_secured(connect, session_timeout, connection_timeout, &ZkSecurity::anonymous()).await
+    }
+
+    /// Connects (waiting at most `connection_timeout`), authenticating with SASL DIGEST-MD5 when
+    /// `security` has a login, creates the chroot if it is missing, and starts the session
+    /// monitor. Every znode this session creates gets the ACL [`default_acl`] picks; every new
+    /// session after an expiry authenticates the same way.
+    pub async fn connect_secured(
+        connect: &ConnectString,
+        session_timeout: Duration,
+        connection_timeout: Duration,
+        security: &ZkSecurity,
+    ) -> Result<ZkSession, ZkError> {
+        let client = connect_client(connect, session_timeout, connection_timeout, security).await?;
         let (generation, _) = watch::channel(0);
         let (events, _) = broadcast::channel(16);
         let (closed, _) = watch::channel(false);
@@ -86,6 +103,7 @@ impl ZkSession {
             connect: connect.clone(),
             session_timeout,
             connection_timeout,
+            security: security.clone(),
             client: RwLock::new(Some(Arc::new(client))),
             generation,
             events,
@@ -135,7 +153,7 @@ impl ZkSession {
         // and may win the race; try a few times until the monitor reports the session ended.
         for _ in 0..5 {
             let info = self.current_client()?.session().clone();
-            let attached = zkc::Client::connector()
+            let attached = connector(&self.inner.security)
                 .with_session(info)
                 .with_session_timeout(self.inner.session_timeout)
                 .with_connection_timeout(self.inner.connection_timeout)
@@ -219,12 +237,37 @@ impl ZkSession {
     }
 }
 
+/// A connector carrying the SASL login, if any.
+fn connector(security: &ZkSecurity) -> zkc::Connector {
+    let connector = zkc::Client::connector();
+    match &security.digest {
+        Some(d) => connector.with_sasl(zkc::SaslOptions::digest_md5(d.username.clone(), d.password.clone())),
+        None => connector,
+    }
+}
+
+/// Kafka's `CREATOR_ALL_ACL` + `READ_ACL_UNSAFE`.
+static CREATOR_ALL_WORLD_READ: [zkc::Acl; 2] = [
+    zkc::Acl::new_const(zkc::Permission::ALL, "auth", ""),
+    zkc::Acl::new_const(zkc::Permission::READ, "world", "anyone"),
+];
+
+/// The client's ACL list for a znode created at `path` (relative to the chroot).
+fn acls_for(set_acl: bool, path: &str) -> zkc::Acls<'static> {
+    match default_acl(set_acl, path) {
+        ZnodeAcl::Open => zkc::Acls::anyone_all(),
+        ZnodeAcl::CreatorAll => zkc::Acls::creator_all(),
+        ZnodeAcl::CreatorAllWorldRead => zkc::Acls::new(&CREATOR_ALL_WORLD_READ),
+    }
+}
+
 async fn connect_client(
     connect: &ConnectString,
     session_timeout: Duration,
     connection_timeout: Duration,
+    security: &ZkSecurity,
 ) -> Result<zkc::Client, ZkError> {
-    let connector = zkc::Client::connector()
+    let connector = connector(security)
         .with_session_timeout(session_timeout)
         .with_connection_timeout(connection_timeout);
     let client = tokio::time::timeout(connection_timeout, connector.connect(&connect.servers))
@@ -242,7 +285,7 @@ async fn connect_client(
     let Some(chroot) = &connect.chroot else {
         return Ok(client);
     };
-    let options = zkc::CreateMode::Persistent.with_acls(zkc::Acls::anyone_all());
+    let options = zkc::CreateMode::Persistent.with_acls(acls_for(security.set_acl, chroot));
     client.mkdir(chroot, &options).await.map_err(|e| map_err(chroot, e))?;
     client.chroot(chroot.as_str()).map_err(|_| ZkError::Other {
         path: chroot.clone(),
@@ -287,7 +330,7 @@ async fn monitor(inner: Arc<Inner>) {
         let mut backoff = Duration::from_millis(100);
         let client = loop {
             let attempt = tokio::select! {
-                r = connect_client(&inner.connect, inner.session_timeout, inner.connection_timeout) => r,
+                r = connect_client(&inner.connect, inner.session_timeout, inner.connection_timeout, &inner.security) => r,
                 _ = closed.changed() => return,
             };
             match attempt {
@@ -383,8 +426,9 @@ async fn create_with(
     path: &str,
     data: &[u8],
     mode: CreateMode,
+    set_acl: bool,
 ) -> Result<(String, Stat), ZkError> {
-    let options = map_mode(mode).with_acls(zkc::Acls::anyone_all());
+    let options = map_mode(mode).with_acls(acls_for(set_acl, path));
     let (stat, seq) = client
         .create(path, data, &options)
         .await
@@ -400,7 +444,7 @@ async fn create_with(
 impl ZkStore for ZkSession {
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(String, Stat), ZkError> {
         let client = self.client()?;
-        create_with(&client, path, data, mode).await
+        create_with(&client, path, data, mode, self.inner.security.set_acl).await
     }
 
     async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat), ZkError> {
@@ -477,7 +521,8 @@ impl ZkStore for ZkSession {
             let added = match op {
                 Op::Check { path, version } => writer.add_check_version(path, version.0),
                 Op::Create { path, data, mode } => {
-                    writer.add_create(path, data, &map_mode(*mode).with_acls(zkc::Acls::anyone_all()))
+                    let acls = acls_for(self.inner.security.set_acl, path);
+                    writer.add_create(path, data, &map_mode(*mode).with_acls(acls))
                 }
                 Op::SetData { path, data, version } => writer.add_set_data(path, data, version.map(|v| v.0)),
                 Op::Delete { path, version } => writer.add_delete(path, version.map(|v| v.0)),

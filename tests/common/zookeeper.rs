@@ -1,4 +1,6 @@
-//! One real ZooKeeper per test binary, and private ones for tests that pause or stop theirs.
+//! One real ZooKeeper per test binary, private ones for tests that pause or stop theirs, and
+//! secured ones (SASL DIGEST-MD5 through a JAAS `Server` section) for the ZooKeeper security
+//! tests.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -41,11 +43,26 @@ impl ZooKeeperServer {
     }
 }
 
+/// How a secured ZooKeeper authenticates its clients.
+#[derive(Debug, Clone, Default)]
+pub struct Secured {
+    /// `(user, password)` pairs the JAAS `Server` section's DigestLoginModule accepts; SASL is
+    /// enabled (`authProvider.1=...SASLAuthenticationProvider`) when there is at least one.
+    pub sasl_users: Vec<(String, String)>,
+    /// `sessionRequireClientSASLAuth=true`: sessions that do not authenticate are closed.
+    pub require_sasl: bool,
+}
+
 impl ZooKeeperServer {
     /// A ZooKeeper of the caller's own, for a test that pauses it (SIGSTOP stops every session
     /// on the server, so the binary's shared one would disturb other tests). Stopped on drop.
     pub fn start_private() -> ZooKeeperServer {
         start()
+    }
+
+    /// A private ZooKeeper configured as `secured` says. Stopped on drop.
+    pub fn start_secured(secured: &Secured) -> ZooKeeperServer {
+        start_with(secured)
     }
 
     /// SIGSTOPs the server: every client sees it stop answering, as in a long GC pause or a
@@ -90,6 +107,10 @@ pub fn free_port() -> u16 {
 }
 
 fn start() -> ZooKeeperServer {
+    start_with(&Secured::default())
+}
+
+fn start_with(secured: &Secured) -> ZooKeeperServer {
     let jar = "/usr/share/java/zookeeper.jar";
     assert!(
         std::path::Path::new(jar).exists(),
@@ -102,20 +123,36 @@ fn start() -> ZooKeeperServer {
         .keep();
     let port = free_port();
     let cfg = data_dir.join("zoo.cfg");
-    std::fs::write(
-        &cfg,
-        format!(
-            "tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
-             admin.enableServer=false\n4lw.commands.whitelist=*\nminSessionTimeout=1000\nmaxSessionTimeout=30000\n\
-             maxClientCnxns=0\n",
-            data_dir.display()
-        ),
-    )
-    .expect("write zoo.cfg");
+    let mut zoo_cfg = format!(
+        "tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+         admin.enableServer=false\n4lw.commands.whitelist=*\nminSessionTimeout=1000\nmaxSessionTimeout=30000\n\
+         maxClientCnxns=0\n",
+        data_dir.display()
+    );
+    let mut jvm_args = String::new();
+    if !secured.sasl_users.is_empty() {
+        zoo_cfg.push_str("authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n");
+        if secured.require_sasl {
+            zoo_cfg.push_str("sessionRequireClientSASLAuth=true\n");
+        }
+        let users: String = secured
+            .sasl_users
+            .iter()
+            .map(|(user, password)| format!("\n  user_{user}=\"{password}\""))
+            .collect();
+        let jaas = data_dir.join("zookeeper_jaas.conf");
+        std::fs::write(
+            &jaas,
+            format!("Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n"),
+        )
+        .expect("write the server JAAS file");
+        jvm_args = format!("-Djava.security.auth.login.config={} ", jaas.display());
+    }
+    std::fs::write(&cfg, zoo_cfg).expect("write zoo.cfg");
     let classpath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar";
     // The shell waits on its stdin (our lifeline); when this process goes, it stops ZooKeeper.
     let script = format!(
-        "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp {classpath} \
+        "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 {jvm_args}-cp {classpath} \
          org.apache.zookeeper.server.quorum.QuorumPeerMain {cfg} >{log} 2>&1 &\n\
          zk=$!\necho $zk >{pid}\ncat >/dev/null\nkill -CONT $zk 2>/dev/null\nkill $zk 2>/dev/null\nwait $zk\nrm -rf {dir}\n",
         cfg = cfg.display(),
