@@ -21,6 +21,7 @@ pub mod assignment;
 pub mod channel;
 #[allow(clippy::module_inception)]
 pub mod controller;
+pub mod core;
 pub mod decisions;
 pub mod election;
 pub mod election_backoff;
@@ -39,6 +40,7 @@ pub mod replica_changes;
 pub mod replica_state;
 pub mod requests;
 pub mod retry;
+mod shell;
 #[cfg(test)]
 mod sim;
 pub mod state_changes;
