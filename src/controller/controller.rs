@@ -5,20 +5,18 @@
 //! functions in [`super::election`], writes ZooKeeper in an epoch-fenced multi, then sends
 //! LeaderAndIsr / UpdateMetadata. A failed epoch check means another controller exists: resign.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use tokio::sync::watch;
 
-use super::channel::{Answer, ControlRequest, ControllerChannel, Transport};
-use super::decisions;
+use super::channel::{Answer, ControllerChannel, Transport};
+use super::core;
 use super::election_backoff::{missing_tree_path, ElectionBackoff};
 use super::error::ControllerError;
 use super::event_manager::{Event, EventQueue, ZNodeWatches};
 use super::handle::ControllerConfig;
 use super::model::LeaderAndIsr;
 use super::partition_state::PartitionState;
-use super::replica_changes;
 use super::requests::{self, ControllerContext};
 use super::state_changes;
 use super::stats;
@@ -39,9 +37,6 @@ pub(super) enum ShutdownError {
     Refused(ControllerError),
     Zk(ControllerZkError),
 }
-
-/// Decided leaderships by partition.
-type Decided = Vec<((String, i32), LeaderAndIsr)>;
 
 /// State while active.
 pub(super) struct Active {
@@ -197,6 +192,8 @@ impl<S: ControllerStore> Controller<S> {
         let ctx = ControllerContext {
             controller: self.config.broker_id,
             epoch: epoch.0,
+            inter_broker_listener: self.config.inter_broker_listener.clone(),
+            unclean_leader_election: self.config.unclean_leader_election,
             ..Default::default()
         };
         let events = self.events.clone();
@@ -300,76 +297,9 @@ impl<S: ControllerStore> Controller<S> {
         Ok(())
     }
 
+    /// Kafka's processBrokerChange, in the core ([`core::broker_change`]).
     async fn on_broker_change(&mut self) -> Result<(), ControllerZkError> {
-        if self.active.is_none() {
-            return Ok(());
-        }
-        let now = zk_ops::live_brokers(&self.zk).await?;
-        let listener = self.config.inter_broker_listener.clone();
-        let me = self.config.broker_id;
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        let known = &active.ctx.live_brokers;
-        let dead: Vec<BrokerId> = known.keys().filter(|id| !now.contains_key(id)).copied().collect();
-        let bounced: Vec<BrokerId> = now
-            .iter()
-            .filter(|(id, b)| known.get(id).is_some_and(|k| k.epoch != b.epoch))
-            .map(|(id, _)| *id)
-            .collect();
-        let new: Vec<BrokerId> = now.keys().filter(|id| !known.contains_key(id)).copied().collect();
-        if dead.is_empty() && bounced.is_empty() && new.is_empty() {
-            return Ok(());
-        }
-        tracing::info!(?new, ?dead, ?bounced, "broker change");
-        for id in dead.iter().chain(&bounced) {
-            active.channel.remove_broker(*id);
-        }
-        for id in new.iter().chain(&bounced) {
-            if let Some(addr) = now.get(id).and_then(|b| requests::broker_address(b, &listener)) {
-                active.channel.add_broker(*id, addr, me);
-            }
-        }
-        for id in dead.iter().chain(&bounced) {
-            active.ctx.shutting_down.remove(id);
-            // A restarted broker reopens its log dirs; its replicas count as online again.
-            active.ctx.offline_replicas.retain(|(_, _, b)| b != id);
-        }
-        for id in &dead {
-            active.watches.unwatch(&paths::broker_id(*id));
-        }
-        active.ctx.live_brokers = now;
-        // A bounced broker fails and starts again, as in Kafka's processBrokerChange.
-        let failed: Vec<BrokerId> = dead.iter().chain(&bounced).copied().collect();
-        let started: Vec<BrokerId> = new.iter().chain(&bounced).copied().collect();
-        let lost = active.ctx.broker_replicas(&failed);
-        active.ctx.replicas_went_offline(&lost);
-        active.ctx.replicas_came_online(&started);
-        active.ctx.mark_leaderless_offline();
-        let all = active.ctx.all_partitions();
-        // Kafka's OfflineReplica transition reads the state znodes of every replica the failed
-        // brokers hosted: a leader may have taken one back into its ISR moments ago (say, during
-        // a controlled shutdown) and announced it only to ZooKeeper so far.
-        let hosted: BTreeSet<(String, i32)> = lost.iter().map(replica_changes::key_of).collect();
-        self.watch_brokers(&new).await;
-        self.refresh_leaderships(hosted.into_iter().collect()).await?;
-        // Dead brokers leave the ISRs (and leadership); partitions without a leader are elected.
-        self.elect_partitions(&all).await?;
-        // Restarted brokers learn everything and get LeaderAndIsr for their replicas (not for
-        // topics being deleted: those get StopReplica from deletion, and a LeaderAndIsr after
-        // it would bring an already deleted log back).
-        self.send_update_metadata(&all);
-        if let Some(active) = self.active.as_ref() {
-            for id in &started {
-                let theirs: Vec<(String, i32)> = all
-                    .iter()
-                    .filter(|(t, p)| active.ctx.replicas(t, *p).contains(id) && !active.ctx.is_queued_for_deletion(t))
-                    .cloned()
-                    .collect();
-                self.send_leader_and_isr_to_inner(active, *id, &theirs, false);
-            }
-        }
-        Ok(())
+        self.run_core(core::Event::BrokerChange).await
     }
 
     async fn on_topic_change(&mut self) -> Result<(), ControllerZkError> {
@@ -433,204 +363,27 @@ impl<S: ControllerStore> Controller<S> {
         Ok(())
     }
 
-    /// Decides every partition in `partitions` that needs a change (new, leaderless, or with a
-    /// dead member in its ISR), writes ZooKeeper (fenced, batched), and announces the result.
+    /// Elects every partition in `partitions` that needs a change (new, leaderless, or with a
+    /// dead member in its ISR), writes ZooKeeper (fenced, batched) and announces the result
+    /// ([`core::elect`]).
     pub(super) async fn elect_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
-        let started = Instant::now();
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        // Decide on the cache, re-read the partitions that need a change, decide those again,
-        // with the live topic configs of those that could only get an unclean leader.
-        let (_, first) = self.decide_elections(&active.ctx, partitions, &BTreeMap::new());
-        self.refresh_leaderships(first.into_iter().map(|(k, _)| k).collect())
-            .await?;
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        let live: BTreeSet<BrokerId> = active.ctx.live_brokers.keys().copied().collect();
-        let stuck: BTreeSet<String> = partitions
-            .iter()
-            .filter(|k| {
-                active
-                    .ctx
-                    .leaderships
-                    .get(*k)
-                    .is_some_and(|l| decisions::needs_unclean_choice(l, &live))
-            })
-            .map(|(t, _)| t.clone())
-            .collect();
-        let broker_unclean = if stuck.is_empty() {
-            None
-        } else {
-            zk_ops::unclean_broker_default(&self.zk, self.config.broker_id).await
-        };
-        let mut unclean = zk_ops::unclean_overrides(&self.zk, stuck.clone()).await;
-        // The topic override wins; else the live broker-level value, else the static one.
-        if let Some(v) = broker_unclean {
-            for topic in stuck {
-                unclean.entry(topic).or_insert(v);
-            }
-        }
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        let (creates, updates) = self.decide_elections(&active.ctx, partitions, &unclean);
-        if creates.is_empty() && updates.is_empty() {
-            return Ok(());
-        }
-        self.write_and_announce(started, creates, updates).await
+        self.run_core(core::Event::Elect(partitions.to_vec())).await
     }
 
-    /// New leaderships for `partitions` that need one (new, leaderless, or with a dead member in
-    /// the ISR): (state znodes to create, state znodes to update).
-    fn decide_elections(
-        &self,
-        ctx: &ControllerContext,
-        partitions: &[(String, i32)],
-        unclean_overrides: &BTreeMap<String, bool>,
-    ) -> (Decided, Decided) {
-        let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
-        let mut creates = Vec::new();
-        let mut updates = Vec::new();
-        // A topic being deleted keeps its leaders until it is gone (Kafka skips it too): a
-        // LeaderAndIsr after its StopReplica(delete) would bring a deleted log back.
-        for key in partitions.iter().filter(|k| !ctx.is_queued_for_deletion(&k.0)) {
-            let assignment = ctx.replicas(&key.0, key.1);
-            // A replica in a failed log dir cannot lead or stay in sync.
-            let live: BTreeSet<BrokerId> = live
-                .iter()
-                .copied()
-                .filter(|b| !ctx.offline_replicas.contains(&(key.0.clone(), key.1, *b)))
-                .collect();
-            match ctx.leaderships.get(key) {
-                None => {
-                    if let Some(l) = decisions::new_partition(&assignment, &live, ctx.epoch) {
-                        creates.push((key.clone(), l));
-                    }
-                }
-                Some(current) => {
-                    let unclean = unclean_overrides
-                        .get(&key.0)
-                        .copied()
-                        .unwrap_or(self.config.unclean_leader_election);
-                    if let Some(l) = decisions::existing_partition(&assignment, current, &live, unclean, ctx.epoch) {
-                        updates.push((key.clone(), l));
-                    }
-                }
-            }
-        }
-        (creates, updates)
-    }
-
-    /// Writes decided leaderships — new state znodes for `creates`, conditional updates (on each
-    /// znode's version) for `updates` — fenced by the controller epoch and in batches well under
-    /// ZooKeeper's 1 MB request limit; records them; sends LeaderAndIsr and UpdateMetadata.
-    /// A step that elected leaders counts in the election timer, from `started` (when the
-    /// step began deciding) to now.
+    /// Writes decided leaderships (new state znodes for `creates`, conditional updates for
+    /// `updates`), fenced, records and announces them ([`core::elect::write`]). A step that
+    /// elected leaders counts in the election timer from `started`.
     pub(super) async fn write_and_announce(
         &mut self,
         started: Instant,
         creates: Vec<((String, i32), LeaderAndIsr)>,
         updates: Vec<((String, i32), LeaderAndIsr)>,
     ) -> Result<(), ControllerZkError> {
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        // The partition state machine vets every decision before it is written.
-        let ctx = &active.ctx;
-        let legal = |(key, l): &((String, i32), LeaderAndIsr)| ctx.may_change(key, ctx.state_after(key, l));
-        let creates: Vec<_> = creates.into_iter().filter(legal).collect();
-        let updates: Vec<_> = updates.into_iter().filter(legal).collect();
-        if creates.is_empty() && updates.is_empty() {
-            return Ok(());
-        }
-        let (epoch, version) = (ControllerEpoch(active.ctx.epoch), active.epoch_version);
-        zk_ops::create_partition_states(&self.zk, epoch, version, &creates).await?;
-        let is_new = !creates.is_empty();
-        let mut written = creates;
-        let versions = zk_ops::update_partition_states(&self.zk, epoch, version, &updates).await?;
-        for ((key, mut l), v) in updates.into_iter().zip(versions) {
-            l.zk_version = v;
-            written.push((key, l));
-        }
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        let mut changed = Vec::with_capacity(written.len());
-        let (mut elected, mut unclean) = (0, 0);
-        for (key, l) in written {
-            if l.leader.is_none() {
-                metrics::counter!("kastle_controller_offline_partitions_total").increment(1);
-            }
-            match decisions::leader_change(active.ctx.leaderships.get(&key), &l) {
-                decisions::LeaderChange::NotElected => {}
-                decisions::LeaderChange::Clean => elected += 1,
-                decisions::LeaderChange::Unclean => {
-                    tracing::warn!(topic = %key.0, partition = key.1, leader = ?l.leader, "unclean leader election");
-                    elected += 1;
-                    unclean += 1;
-                }
-            }
-            let state = active.ctx.state_after(&key, &l);
-            active.ctx.leaderships.insert(key.clone(), l);
-            active.ctx.change_states(std::slice::from_ref(&key), state);
-            changed.push(key);
-        }
-        if elected > 0 {
-            stats::leader_election(started.elapsed(), unclean);
-        }
-        tracing::info!(partitions = changed.len(), elected, "leaders and ISRs written");
-        self.send_leader_and_isr(&changed, is_new);
-        self.send_update_metadata(&changed);
-        Ok(())
-    }
-
-    /// UpdateMetadata for `partitions` to every live broker.
-    pub(super) fn send_update_metadata(&self, partitions: &[(String, i32)]) {
-        let Some(active) = &self.active else { return };
-        for (id, b) in &active.ctx.live_brokers {
-            let request = requests::update_metadata(&active.ctx, partitions, b.epoch);
-            active.channel.send(*id, ControlRequest::UpdateMetadata(request));
-        }
-    }
-
-    /// LeaderAndIsr for `partitions` to each of their live replicas.
-    pub(super) fn send_leader_and_isr(&self, partitions: &[(String, i32)], is_new: bool) {
-        let Some(active) = &self.active else { return };
-        let mut per_broker: BTreeMap<BrokerId, Vec<(String, i32)>> = BTreeMap::new();
-        for (t, p) in partitions {
-            for r in active.ctx.replicas(t, *p) {
-                if active.ctx.is_live(r) {
-                    per_broker.entry(r).or_default().push((t.clone(), *p));
-                }
-            }
-        }
-        for (broker, theirs) in per_broker {
-            self.send_leader_and_isr_to_inner(active, broker, &theirs, is_new);
-        }
-    }
-
-    pub(super) fn send_leader_and_isr_to_inner(
-        &self,
-        active: &Active,
-        broker: BrokerId,
-        partitions: &[(String, i32)],
-        is_new: bool,
-    ) {
-        let Some(b) = active.ctx.live_brokers.get(&broker) else {
-            return;
-        };
-        if partitions.is_empty() {
-            return;
-        }
-        let request = requests::leader_and_isr(
-            &active.ctx,
-            partitions,
-            b.epoch,
-            &self.config.inter_broker_listener,
-            is_new,
-        );
-        active.channel.send(broker, ControlRequest::LeaderAndIsr(request));
+        self.run_core(core::Event::WriteDecided {
+            since: started,
+            creates,
+            updates,
+        })
+        .await
     }
 }

@@ -2,6 +2,9 @@
 //! `/controller` race decides leaders and ISRs, writes them to the state znodes under an
 //! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata / StopReplica to brokers.
 //!
+//! [`core`] is the pure core, `step(&mut ControllerContext, Input, now) -> Effects` (BrokerChange,
+//! IsrChangeNotification and every election so far), and `shell` the async loop part that
+//! performs its effects and feeds results back.
 //! `handle` starts the controller and is its API to the broker ([`ControllerHandle`]);
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
 //! [`election_backoff`] spaces failed elections and recognises a deleted ZooKeeper tree;
@@ -21,6 +24,7 @@ pub mod assignment;
 pub mod channel;
 #[allow(clippy::module_inception)]
 pub mod controller;
+pub mod core;
 pub mod decisions;
 pub mod election;
 pub mod election_backoff;
@@ -39,6 +43,7 @@ pub mod replica_changes;
 pub mod replica_state;
 pub mod requests;
 pub mod retry;
+mod shell;
 #[cfg(test)]
 mod sim;
 pub mod state_changes;

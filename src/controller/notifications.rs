@@ -1,34 +1,13 @@
 //! Sequential notification znodes brokers leave for the controller: ISR changes
-//! (`/isr_change_notification/isr_change_<seq>`, Kafka's IsrChangeNotificationHandler) and, at
-//! failover, the removal of every stale notification (Kafka's onControllerFailover deletes both
-//! kinds before it reads the cluster, since the full read covers them).
-//!
-//! Log-dir events are handled in [`super::operations`]; this module only clears them at
-//! failover. It must not decide leaders: an ISR change refreshes what the controller knows and
-//! tells the brokers, nothing more.
-
-use std::collections::BTreeSet;
+//! (`/isr_change_notification/isr_change_<seq>`, Kafka's IsrChangeNotificationHandler, decided
+//! in [`super::core::isr_change`]) and, at failover, the removal of every stale notification
+//! (Kafka's onControllerFailover deletes both kinds before it reads the cluster, since the full
+//! read covers them). Log-dir events are handled in [`super::operations`].
 
 use super::controller::Controller;
 use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
-use crate::zk::models::{IsrChangeNotification, ZNodePayload};
 use crate::zk::paths;
-
-/// The partitions named by ISR change notifications `(name, payload)`, deduplicated, and the
-/// names of notifications that could not be read (still deleted: a malformed one would
-/// otherwise be re-read on every change).
-pub fn changed_partitions(payloads: &[(String, Vec<u8>)]) -> (BTreeSet<(String, i32)>, Vec<String>) {
-    let mut partitions = BTreeSet::new();
-    let mut malformed = Vec::new();
-    for (name, data) in payloads {
-        match IsrChangeNotification::decode(data) {
-            Ok(n) => partitions.extend(n.partitions.into_iter().map(|p| (p.topic, p.partition))),
-            Err(_) => malformed.push(name.clone()),
-        }
-    }
-    (partitions, malformed)
-}
 
 impl<S: ControllerStore> Controller<S> {
     /// Kafka's processIsrChangeNotification: re-reads the state znodes of the partitions the
@@ -36,49 +15,7 @@ impl<S: ControllerStore> Controller<S> {
     /// the context, sends UpdateMetadata for them to every live broker, and deletes the
     /// notifications it read, fenced, whether or not the refresh worked.
     pub(super) async fn on_isr_change_notification(&mut self) -> Result<(), ControllerZkError> {
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        let epoch_version = active.epoch_version;
-        let parent = paths::ISR_CHANGE_NOTIFICATION;
-        let names = zk_ops::notification_names(&self.zk, parent).await?;
-        if names.is_empty() {
-            return Ok(());
-        }
-        let refreshed = self.refresh_isrs(&names).await;
-        zk_ops::delete_notifications(&self.zk, epoch_version, parent, &names).await?;
-        refreshed
-    }
-
-    async fn refresh_isrs(&mut self, names: &[String]) -> Result<(), ControllerZkError> {
-        let payloads = zk_ops::notification_payloads(&self.zk, paths::ISR_CHANGE_NOTIFICATION, names).await?;
-        let (named, malformed) = changed_partitions(&payloads);
-        if !malformed.is_empty() {
-            tracing::warn!(?malformed, "ignoring malformed ISR change notifications");
-        }
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        // Partitions of topics being created or already deleted are not the controller's yet
-        // (or any more); their state is read when they are created.
-        let known: Vec<(String, i32)> = named
-            .into_iter()
-            .filter(|(t, p)| active.ctx.topics.get(t).is_some_and(|i| i.assignment.contains_key(p)))
-            .collect();
-        if known.is_empty() {
-            return Ok(());
-        }
-        let states = zk_ops::leaderships(&self.zk, &known).await?;
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        let refreshed: Vec<(String, i32)> = states.keys().cloned().collect();
-        for (key, l) in states {
-            active.ctx.leaderships.insert(key, l);
-        }
-        tracing::info!(partitions = refreshed.len(), "ISR changes announced");
-        self.send_update_metadata(&refreshed);
-        Ok(())
+        self.run_core(super::core::Event::IsrChangeNotification).await
     }
 
     /// Deletes every log-dir event and ISR change notification left from before this
@@ -106,28 +43,6 @@ impl<S: ControllerStore> Controller<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn notifications_name_each_partition_once_and_bad_ones_are_set_aside() {
-        let payloads = vec![
-            (
-                "isr_change_0000000000".to_string(),
-                br#"{"version":1,"partitions":[{"topic":"a","partition":0},{"topic":"b","partition":2}]}"#.to_vec(),
-            ),
-            ("isr_change_0000000001".to_string(), b"not json".to_vec()),
-            (
-                "isr_change_0000000002".to_string(),
-                br#"{"version":1,"partitions":[{"topic":"a","partition":0},{"topic":"a","partition":1}]}"#.to_vec(),
-            ),
-        ];
-        let (partitions, malformed) = changed_partitions(&payloads);
-        let want: BTreeSet<(String, i32)> = [("a", 0), ("a", 1), ("b", 2)]
-            .iter()
-            .map(|(t, p)| (t.to_string(), *p))
-            .collect();
-        assert_eq!(partitions, want);
-        assert_eq!(malformed, vec!["isr_change_0000000001".to_string()]);
-    }
 
     /// A notification deleted by someone else meanwhile must not keep the others alive.
     #[tokio::test]

@@ -17,26 +17,8 @@ impl<S: ControllerStore> Controller<S> {
             return Ok(());
         }
         let fresh = zk_ops::leaderships(&self.zk, &keys).await?;
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        let mut newer = 0;
-        for (key, stored) in fresh {
-            let stale = active
-                .ctx
-                .leaderships
-                .get(&key)
-                .is_none_or(|cached| cached.zk_version < stored.zk_version);
-            if stale {
-                active.ctx.leaderships.insert(key, stored);
-                newer += 1;
-            }
-        }
-        if newer > 0 {
-            tracing::info!(
-                partitions = newer,
-                "leaderships refreshed from ZooKeeper before deciding"
-            );
+        if let Some(active) = self.active.as_mut() {
+            super::core::elect::apply_refresh(&mut active.ctx, fresh);
         }
         Ok(())
     }

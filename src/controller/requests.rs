@@ -33,6 +33,12 @@ pub struct ControllerContext {
     pub replica_states: super::replica_state::ReplicaStates,
     /// Known topics queued in `/admin/delete_topics` (Kafka's `topicsToBeDeleted`).
     pub topics_to_delete: std::collections::BTreeSet<String>,
+    /// The listener brokers are reached and announced on (`inter.broker.listener.name`).
+    pub inter_broker_listener: String,
+    /// The static `unclean.leader.election.enable` (topic and dynamic values are read live).
+    pub unclean_leader_election: bool,
+    /// Where the core is within an event (see [`super::core`]).
+    pub pending: super::core::Pending,
 }
 
 impl ControllerContext {

@@ -1,0 +1,206 @@
+//! The controller's pure core (the sans-IO shape of raft-rs and quinn-proto):
+//! [`step`]`(&mut ControllerContext, Input, now) -> Effects`. No `async`, no clock, no I/O.
+//!
+//! One pattern everywhere: **a decision that needs ZooKeeper data asks for it as an effect**.
+//! [`Effects::zk`] names at most one ZooKeeper operation (a read, or a write the shell fences
+//! with the controller epoch); the shell performs it and feeds the result back as
+//! [`Input::Read`] / [`Input::Wrote`] (or [`Input::Failed`]), and the core resumes from the
+//! continuation it left in [`ControllerContext::pending`]. A step with no `zk` effect has
+//! finished its event: the context is idle again. Every other effect (requests per broker,
+//! connections, watches, metrics) is carried out by the shell before the next ZooKeeper
+//! operation, in the order [`Effects`] lists its fields.
+//!
+//! Event families moved here so far, one file each: [`broker_change`] (BrokerChange),
+//! [`isr_change`] (IsrChangeNotification), and [`elect`], the election every family ends in
+//! (decide on the cache, re-read, read unclean-election configs where only an unclean leader
+//! is left, decide again, write fenced, record, announce). The families still in the async
+//! shell enter the core through [`Event::Elect`] and [`Event::WriteDecided`]. [`announce`]
+//! builds the requests. The shell is `super::shell`.
+
+pub mod announce;
+pub mod broker_change;
+pub mod elect;
+pub mod isr_change;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use super::channel::ControlRequest;
+use super::model::{LeaderAndIsr, RegisteredBroker};
+use super::requests::ControllerContext;
+use crate::types::BrokerId;
+
+/// A partition: (topic, partition).
+pub type Key = (String, i32);
+
+/// Decided leaderships by partition.
+pub type Decided = Vec<(Key, LeaderAndIsr)>;
+
+/// What the core is given.
+#[derive(Debug)]
+pub enum Input {
+    /// A controller event (Kafka's ControllerEvent), or an entry from a family not moved yet.
+    Event(Event),
+    /// The result of the [`ZkOp::Read`] the last step asked for.
+    Read(ReadResult),
+    /// The outcome of the [`ZkOp::Write`] the last step asked for.
+    Wrote(WriteResult),
+    /// The last ZooKeeper operation failed (other than by fencing: then the shell resigns).
+    Failed,
+}
+
+/// Controller events the core handles.
+#[derive(Debug)]
+pub enum Event {
+    /// `/brokers/ids` changed (Kafka's BrokerChange).
+    BrokerChange,
+    /// A broker left `/isr_change_notification/isr_change_<seq>` (Kafka's IsrChangeNotification).
+    IsrChangeNotification,
+    /// Elect what needs a leader among these partitions (Kafka's
+    /// `partitionStateMachine.triggerOnlinePartitionStateChange`), for families still in the shell.
+    Elect(Vec<Key>),
+    /// Write and announce leaderships already decided (controlled shutdown, ElectLeaders), in a
+    /// step that began deciding at `since`.
+    WriteDecided {
+        since: Instant,
+        creates: Decided,
+        updates: Decided,
+    },
+}
+
+/// A ZooKeeper operation to perform; its result comes back as the next input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZkOp {
+    Read(Read),
+    /// Fenced by the controller epoch: a failed epoch check means another controller exists.
+    Write(Write),
+}
+
+/// Reads the core asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// `/brokers/ids/*`: [`ReadResult::LiveBrokers`].
+    LiveBrokers,
+    /// The state znodes of these partitions: [`ReadResult::Leaderships`].
+    Leaderships(Vec<Key>),
+    /// `unclean.leader.election.enable` of these topics and of controller `controller` (dynamic
+    /// broker config): [`ReadResult::UncleanConfigs`].
+    UncleanConfigs {
+        topics: BTreeSet<String>,
+        controller: BrokerId,
+    },
+    /// The children of a notification parent: [`ReadResult::NotificationNames`].
+    NotificationNames(&'static str),
+    /// Those notifications' payloads: [`ReadResult::NotificationPayloads`].
+    NotificationPayloads { parent: &'static str, names: Vec<String> },
+}
+
+/// Fenced writes the core asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    /// New state znodes for `creates`, conditional updates for `updates`:
+    /// [`WriteResult::PartitionStates`].
+    PartitionStates { creates: Decided, updates: Decided },
+    /// Delete these notifications (ones already gone count as deleted).
+    DeleteNotifications { parent: &'static str, names: Vec<String> },
+}
+
+/// What a read found.
+#[derive(Debug, Clone)]
+pub enum ReadResult {
+    LiveBrokers(BTreeMap<BrokerId, RegisteredBroker>),
+    /// Absent state znodes are left out.
+    Leaderships(BTreeMap<Key, LeaderAndIsr>),
+    /// The live broker-level value (`None`: not set dynamically) and per-topic overrides.
+    UncleanConfigs {
+        broker_default: Option<bool>,
+        overrides: BTreeMap<String, bool>,
+    },
+    NotificationNames(Vec<String>),
+    NotificationPayloads(Vec<(String, Vec<u8>)>),
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteResult {
+    /// The new zkVersions of the updates, in order.
+    PartitionStates {
+        versions: Vec<i32>,
+    },
+    NotificationsDeleted,
+}
+
+/// Metrics to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Metric {
+    /// A step elected leaders (`unclean` of them uncleanly), `elapsed` after it began deciding.
+    LeaderElection { elapsed: Duration, unclean: usize },
+    /// A partition was written without a leader.
+    OfflinePartition,
+}
+
+/// What the shell must do, in field order; `zk` last, and its result is the next input.
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// Channels to brokers that went away (dead or bounced).
+    pub disconnect: Vec<BrokerId>,
+    /// Channels to open: broker and its inter-broker address.
+    pub connect: Vec<(BrokerId, String)>,
+    /// Stop watching these brokers' znodes.
+    pub unwatch_brokers: Vec<BrokerId>,
+    /// Watch these brokers' znodes (BrokerModifications).
+    pub watch_brokers: Vec<BrokerId>,
+    /// Requests to send, per broker, in order.
+    pub send: Vec<(BrokerId, ControlRequest)>,
+    pub metrics: Vec<Metric>,
+    /// The ZooKeeper operation to perform next; `None` when the event is done.
+    pub zk: Option<ZkOp>,
+}
+
+/// Where the core is within an event: what its next input answers.
+#[derive(Debug, Default)]
+pub enum Pending {
+    /// No event in progress.
+    #[default]
+    Idle,
+    BrokerChange(broker_change::Waiting),
+    Elect(elect::Election),
+    Isr(isr_change::Waiting),
+}
+
+/// Advances the core by one input: updates `ctx` and returns what to do.
+pub fn step(ctx: &mut ControllerContext, input: Input, now: Instant) -> Effects {
+    let mut fx = Effects::default();
+    let pending = std::mem::take(&mut ctx.pending);
+    match (pending, input) {
+        (Pending::Idle, Input::Event(event)) => start(ctx, event, now, &mut fx),
+        (Pending::BrokerChange(w), input) => broker_change::resume(ctx, w, input, now, &mut fx),
+        (Pending::Elect(e), input) => elect::resume(ctx, e, input, now, &mut fx),
+        (Pending::Isr(w), input) => isr_change::resume(ctx, w, input, &mut fx),
+        (Pending::Idle, input) => tracing::warn!(?input, "controller core: input without a pending step"),
+    }
+    fx
+}
+
+fn start(ctx: &mut ControllerContext, event: Event, now: Instant, fx: &mut Effects) {
+    match event {
+        Event::BrokerChange => broker_change::start(ctx, fx),
+        Event::IsrChangeNotification => isr_change::start(ctx, fx),
+        Event::Elect(partitions) => elect::start(ctx, partitions, elect::After::Done, now, fx),
+        Event::WriteDecided {
+            since,
+            creates,
+            updates,
+        } => {
+            let election = elect::Election::decided(since, elect::After::Done);
+            elect::write(ctx, election, creates, updates, fx)
+        }
+    }
+}
+
+/// Whether `input` is [`Input::Failed`] (the event ends; the shell has logged why).
+fn failed(input: &Input) -> bool {
+    matches!(input, Input::Failed)
+}

@@ -1,0 +1,149 @@
+//! The async shell around [`super::core`]: feeds the core an input, carries out the effects it
+//! returns (channel changes, watches, requests, metrics), performs the one ZooKeeper operation it
+//! asks for (fencing writes with this term's `/controller_epoch` version) and feeds the result
+//! back, until the core is idle. It decides nothing.
+
+use std::time::Instant;
+
+use super::channel::ControlRequest;
+use super::controller::{Active, Controller};
+use super::core::{self, announce, Effects, Input, Key, Metric, Read, ReadResult, Write, WriteResult, ZkOp};
+use super::stats;
+use super::store::ControllerStore;
+use super::zk_ops::{self, ControllerZkError};
+use crate::types::{BrokerId, ControllerEpoch};
+
+impl<S: ControllerStore> Controller<S> {
+    /// Runs `event` through the core until it is done. A failed epoch check ends it at once
+    /// (the caller resigns); any other failed ZooKeeper operation is told to the core (which
+    /// may still clean up) and returned at the end.
+    pub(super) async fn run_core(&mut self, event: core::Event) -> Result<(), ControllerZkError> {
+        let mut input = Input::Event(event);
+        let mut first_error = None;
+        loop {
+            let Some(active) = self.active.as_mut() else {
+                return Ok(());
+            };
+            let fx = core::step(&mut active.ctx, input, Instant::now());
+            let Some(op) = self.carry_out(fx).await else {
+                break;
+            };
+            input = match self.perform(op).await {
+                Ok(input) => input,
+                Err(ControllerZkError::ControllerMoved) => {
+                    if let Some(active) = self.active.as_mut() {
+                        active.ctx.pending = core::Pending::Idle;
+                    }
+                    return Err(ControllerZkError::ControllerMoved);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    Input::Failed
+                }
+            };
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Carries out every effect but the ZooKeeper operation, which it returns.
+    async fn carry_out(&mut self, fx: Effects) -> Option<ZkOp> {
+        let me = self.config.broker_id;
+        let active = self.active.as_mut()?;
+        for id in &fx.disconnect {
+            active.channel.remove_broker(*id);
+        }
+        for (id, addr) in fx.connect {
+            active.channel.add_broker(id, addr, me);
+        }
+        for id in &fx.unwatch_brokers {
+            active.watches.unwatch(&crate::zk::paths::broker_id(*id));
+        }
+        if !fx.watch_brokers.is_empty() {
+            self.watch_brokers(&fx.watch_brokers).await;
+        }
+        let active = self.active.as_ref()?;
+        for (broker, request) in fx.send {
+            active.channel.send(broker, request);
+        }
+        for metric in fx.metrics {
+            match metric {
+                Metric::LeaderElection { elapsed, unclean } => stats::leader_election(elapsed, unclean),
+                Metric::OfflinePartition => {
+                    metrics::counter!("kastle_controller_offline_partitions_total").increment(1)
+                }
+            }
+        }
+        fx.zk
+    }
+
+    /// Performs one ZooKeeper operation for the core.
+    async fn perform(&self, op: ZkOp) -> Result<Input, ControllerZkError> {
+        let zk = &self.zk;
+        Ok(match op {
+            ZkOp::Read(Read::LiveBrokers) => Input::Read(ReadResult::LiveBrokers(zk_ops::live_brokers(zk).await?)),
+            ZkOp::Read(Read::Leaderships(keys)) => {
+                Input::Read(ReadResult::Leaderships(zk_ops::leaderships(zk, &keys).await?))
+            }
+            ZkOp::Read(Read::UncleanConfigs { topics, controller }) => Input::Read(ReadResult::UncleanConfigs {
+                broker_default: zk_ops::unclean_broker_default(zk, controller).await,
+                overrides: zk_ops::unclean_overrides(zk, topics).await,
+            }),
+            ZkOp::Read(Read::NotificationNames(parent)) => Input::Read(ReadResult::NotificationNames(
+                zk_ops::notification_names(zk, parent).await?,
+            )),
+            ZkOp::Read(Read::NotificationPayloads { parent, names }) => Input::Read(ReadResult::NotificationPayloads(
+                zk_ops::notification_payloads(zk, parent, &names).await?,
+            )),
+            ZkOp::Write(write) => Input::Wrote(self.write(write).await?),
+        })
+    }
+
+    async fn write(&self, write: Write) -> Result<WriteResult, ControllerZkError> {
+        let Some(active) = self.active.as_ref() else {
+            return Err(ControllerZkError::ControllerMoved);
+        };
+        let (epoch, version) = (ControllerEpoch(active.ctx.epoch), active.epoch_version);
+        match write {
+            Write::PartitionStates { creates, updates } => {
+                zk_ops::create_partition_states(&self.zk, epoch, version, &creates).await?;
+                let versions = zk_ops::update_partition_states(&self.zk, epoch, version, &updates).await?;
+                Ok(WriteResult::PartitionStates { versions })
+            }
+            Write::DeleteNotifications { parent, names } => {
+                zk_ops::delete_notifications(&self.zk, version, parent, &names).await?;
+                Ok(WriteResult::NotificationsDeleted)
+            }
+        }
+    }
+
+    /// UpdateMetadata for `partitions` to every live broker.
+    pub(super) fn send_update_metadata(&self, partitions: &[Key]) {
+        let Some(active) = &self.active else { return };
+        send_all(active, announce::update_metadata(&active.ctx, partitions));
+    }
+
+    /// LeaderAndIsr for `partitions` to each of their live replicas.
+    pub(super) fn send_leader_and_isr(&self, partitions: &[Key], is_new: bool) {
+        let Some(active) = &self.active else { return };
+        send_all(active, announce::leader_and_isr(&active.ctx, partitions, is_new));
+    }
+
+    pub(super) fn send_leader_and_isr_to_inner(
+        &self,
+        active: &Active,
+        broker: BrokerId,
+        partitions: &[Key],
+        is_new: bool,
+    ) {
+        send_all(
+            active,
+            announce::leader_and_isr_to(&active.ctx, broker, partitions, is_new),
+        );
+    }
+}
+
+fn send_all(active: &Active, requests: impl IntoIterator<Item = (BrokerId, ControlRequest)>) {
+    for (broker, request) in requests {
+        active.channel.send(broker, request);
+    }
+}
