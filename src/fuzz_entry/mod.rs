@@ -17,8 +17,11 @@ pub use files::{config_file, jaas, log_file, zk_model};
 pub use records::{decompress, record_batches};
 pub use request::{request, request_frames};
 
+/// A target's entry point: any bytes, and a panic is a crash.
+pub type Entry = fn(&[u8]);
+
 /// Every target: its name (the `fuzz/fuzz_targets/NAME.rs` file) and its entry point.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Entry)] = &[
     ("request", request),
     ("request_frames", request_frames),
     ("record_batches", record_batches),
@@ -30,7 +33,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
 ];
 
 /// The entry point for `name`, if there is such a target.
-pub fn target(name: &str) -> Option<fn(&[u8])> {
+pub fn target(name: &str) -> Option<Entry> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
