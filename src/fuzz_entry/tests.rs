@@ -87,14 +87,26 @@ fn hex(text: &str) -> Vec<u8> {
 }
 
 /// Found by `record_batches` in its first CI-length run ("recompressed batches are invalid"),
-/// when the targets were built with `--cfg fuzzing`: that cfg changes dependencies (miniz_oxide
-/// skips its checksums under it), and the input is harmless in the shipped build, which this
-/// pins. scripts/fuzz no longer passes the cfg, so the fuzzed code is the shipped code.
+/// when the targets were built with `--cfg fuzzing`. It does not reproduce in the shipped build
+/// (this test pins that): the cfg changes dependencies (miniz_oxide, for one, skips its checksum
+/// check under it), so scripts/fuzz no longer passes it and the fuzzed code is the shipped code.
 #[test]
 fn crash_recompressed_garbage_records() {
     let input = hex(concat!(
         "0000000000000000000000500000000002f761c4ec00020000000200000000000000000000000000000000ffffffff",
         "ffffffffffffffffffffffffff000000031d70140000000000500000000002f70002046b320100100000040104763300"
+    ));
+    super::record_batches(&input);
+}
+
+/// The second `record_batches` crash, in the shipped build: re-coding a snappy batch whose
+/// inflated records do not decode wrote a batch produce validation refuses. Fixed in
+/// `recompress.rs` (the inflated records are checked before re-coding).
+#[test]
+fn crash_recompressed_undecodable_records() {
+    let input = hex(concat!(
+        "0000000000000000000000500000000002f761c4ec00020000000200000000000000000000000000000000ffffffff",
+        "ffffffffffffffffffffffffff000000031d70140010000002046b320100100000040104763300100000040104763300"
     ));
     super::record_batches(&input);
 }
