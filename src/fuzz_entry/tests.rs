@@ -101,7 +101,9 @@ fn crash_recompressed_garbage_records() {
 
 /// The second `record_batches` crash, in the shipped build: re-coding a snappy batch whose
 /// inflated records do not decode wrote a batch produce validation refuses. Fixed in
-/// `recompress.rs` (the inflated records are checked before re-coding).
+/// `recompress.rs` (the inflated records are checked before re-coding). Caveat: this input
+/// crashes the release fuzz build but not this debug test build (not yet traced why), so the
+/// fix was proved by the fuzz target (a crash within 1,231 inputs before, none after).
 #[test]
 fn crash_recompressed_undecodable_records() {
     let input = hex(concat!(
