@@ -16,6 +16,7 @@
 //! | [`replica`] | the partitions this broker hosts: leader/follower state, high watermark, appends and reads (`append_records`, `fetch_messages`, disk work on the blocking executor), the delayed-operation purgatory keyed by partition, DeleteRecords (`delete_records`) |
 //! | [`coordinator`] | consumer groups on `__consumer_offsets`: the group state machine, its records, loading and unloading with leadership |
 //! | [`admin`] | operator tools behind subcommands: Kafka's `topics`, `configs`, `consumer-groups`, `delete-records`, `leader-election` over the protocol (`admin::cli`), `perf`, `health` |
+//! | [`fuzz_entry`] | entry points of the `fuzz/` targets (bytes through every decoder a peer or a file reaches) and their seed corpus; not an API |
 //! | [`security`] | who a connection is (`KafkaPrincipal`), how it authenticated (TLS, SASL) and what it may do (the ACL authorizer) |
 //! | [`server`] | broker wiring: start-up order, ZooKeeper registration, listener sockets, shutdown; the request handlers, KIP-227 fetch sessions, and the `/config/changes` listener that applies dynamic configs |
 //!
@@ -27,6 +28,8 @@ pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod coordinator;
+#[doc(hidden)]
+pub mod fuzz_entry;
 pub mod log;
 pub mod network;
 pub mod protocol;

@@ -366,7 +366,7 @@ async fn reached(state: &mut watch::Receiver<ServerState>, at_least: ServerState
 /// Mirrors Kafka's `NetworkReceive`: a negative size or one above `socket.request.max.bytes`
 /// is rejected before anything is allocated. The body buffer then grows as bytes arrive, so
 /// a peer that announces a large frame and sends nothing holds no memory for it.
-async fn read_frame<R: AsyncRead + Unpin>(
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     max_request_bytes: usize,
     idle: Duration,

@@ -10,7 +10,7 @@ use super::header::{
     compute_crc, BatchHeader, Compression, ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, CRC_OFFSET, LENGTH_OFFSET,
     LOG_OVERHEAD, RECORDS_OFFSET,
 };
-use super::validate::{BatchError, InvalidRecordReason};
+use super::validate::{check_records, BatchError, InvalidRecordReason};
 
 /// Kafka's topic-level `compression.type` values: `producer` (None: keep the producer's codec),
 /// `uncompressed`, `gzip`, `snappy`, `lz4`, `zstd`. `Err` for anything else.
@@ -61,6 +61,9 @@ fn recode(batch: &[u8], header: &BatchHeader, target: Compression, position: usi
     let section = batch.get(RECORDS_OFFSET..).unwrap_or(&[]);
     let inflated =
         decompress(header.compression(), section).map_err(|_| invalid(InvalidRecordReason::NotInflatable))?;
+    // Records are re-coded as they are, so they must decode (Kafka's LogValidator inflates and
+    // checks every record when it recompresses); found by the record_batches fuzz target.
+    check_records(&inflated, header.record_count).map_err(invalid)?;
     let deflated = compress(target, &inflated).map_err(|_| invalid(InvalidRecordReason::NotInflatable))?;
     let mut out = Vec::with_capacity(RECORDS_OFFSET + deflated.len());
     out.extend_from_slice(batch.get(..RECORDS_OFFSET).unwrap_or(&[]));

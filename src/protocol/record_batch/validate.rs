@@ -220,7 +220,7 @@ pub fn check_keys_present(buf: &[u8], headers: &[BatchHeader]) -> Result<(), Bat
 
 /// Walks an uncompressed records section: every record decodes within the batch, offset deltas
 /// run 0, 1, 2, … and the last record ends exactly at the end of the batch.
-fn check_records(section: &[u8], record_count: i32) -> Result<(), InvalidRecordReason> {
+pub(crate) fn check_records(section: &[u8], record_count: i32) -> Result<(), InvalidRecordReason> {
     let mut records = RecordIter::new(section, record_count);
     // The iterator yields at most `record_count` items, so an i32 index cannot overflow.
     for (index, record) in (0..record_count).zip(records.by_ref()) {
