@@ -122,7 +122,12 @@ pub type Lookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
 /// The text of `key` in `config` (passwords included, lists comma-joined); `None` when unset.
 pub fn config_value(config: &KafkaConfig, key: &str) -> Option<String> {
-    match config.get(key)? {
+    value_text(config.get(key)?)
+}
+
+/// A config value as text (passwords included, lists comma-joined); `None` for null.
+pub fn value_text(value: &Value) -> Option<String> {
+    match value {
         Value::Null => None,
         Value::Str(s) | Value::Password(s) => Some(s.clone()),
         Value::List(items) => Some(items.join(",")),
