@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -294,10 +294,7 @@ async fn mutual_tls_refuses_clients_without_a_certificate_and_maps_the_dn_to_the
             ("ssl.truststore.type", "PEM"),
             ("ssl.truststore.location", &ca),
             ("ssl.client.auth", "required"),
-            (
-                "ssl.principal.mapping.rules",
-                "RULE:^CN=(.*?),OU=eng,O=acme$/$1/U,DEFAULT",
-            ),
+            ("ssl.principal.mapping.rules", "RULE:^.*CN=([a-z]+).*$/$1/U,DEFAULT"),
         ],
     );
     let addr = ssl_address(&broker).await;
@@ -346,7 +343,16 @@ async fn a_plaintext_client_on_the_tls_port_gets_a_closed_connection_not_data() 
     // At most a TLS alert record (content type 21), never a Kafka response.
     assert!(got.is_empty() || got[0] == 21, "{got:?}");
     assert!(!got.windows(4).any(|w| w == [0x0b, 0xad, 0xf0, 0x0d]), "{got:?}");
-    assert!(broker.stderr().contains("TLS handshake failed"), "{}", broker.stderr());
+    wait_until_else(
+        Duration::from_secs(15),
+        "the failed handshake to be logged",
+        || {
+            let logged = broker.stderr().contains("TLS handshake failed");
+            async move { logged }
+        },
+        || broker.stderr(),
+    )
+    .await;
     // The broker still serves TLS clients.
     let ca_opt = format!("ssl.ca.location={}", pki.p("ca.pem"));
     let listed = blocking(move || kcat(&addr, &[&ca_opt], &["-L"], None)).await;
@@ -394,17 +400,4 @@ async fn a_pkcs12_keystore_serves_tls() {
     let addr = ssl_address(&broker).await;
     let ca_opt = format!("ssl.ca.location={}", pki.p("ca.pem"));
     blocking(move || kcat_roundtrip(&addr, &[&ca_opt], "p12")).await;
-}
-
-/// `openssl s_client`'s view of the certificate the broker at `addr` presents: its subject.
-fn presented_subject(addr: &str, ca: &Path) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "openssl s_client -connect {addr} -CAfile {} </dev/null 2>/dev/null | openssl x509 -noout -subject",
-            ca.display()
-        ))
-        .output()
-        .expect("openssl s_client");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
