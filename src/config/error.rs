@@ -52,12 +52,12 @@ pub enum ConfigError {
     },
 
     /// Listeners (or the inter-broker protocol) whose security protocol kastle cannot serve:
-    /// kastle has no TLS or SASL, and refuses to start rather than serve such a listener as
+    /// kastle has no SASL yet, and refuses to start rather than serve such a listener as
     /// unauthenticated plaintext.
     #[error(
-        "kastle cannot serve {}: it has no TLS or SASL support yet, and refuses to start rather \
-         than serve such a listener as unauthenticated plaintext; use PLAINTEXT listeners (on a \
-         trusted network only) or remove these",
+        "kastle cannot serve {}: it has no SASL support yet, and refuses to start rather \
+         than serve such a listener unauthenticated; use PLAINTEXT (on a trusted network only) \
+         or SSL listeners, or remove these",
         .listeners.join("; ")
     )]
     UnservedProtocol {
@@ -65,6 +65,10 @@ pub enum ConfigError {
         /// --override) with security protocol SSL (mapped by listener.security.protocol.map, ...)`.
         listeners: Vec<String>,
     },
+
+    /// An SSL listener whose TLS settings cannot work (no keystore, a bad `ssl.*` value).
+    #[error("cannot serve SSL listener \"{listener}\": {problem}")]
+    TlsListener { listener: String, problem: String },
 
     /// A required key with no default was not set anywhere.
     #[error(

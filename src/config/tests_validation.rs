@@ -116,21 +116,15 @@ fn listeners_of_a_protocol_kastle_cannot_serve_are_refused_by_name() {
         "listeners",
         "PLAINTEXT://:9092,SSL://:9093,SASL_PLAINTEXT://:9094,SASL_SSL://:9095",
     )]));
-    for (name, proto) in [
-        ("SSL", "SSL"),
-        ("SASL_PLAINTEXT", "SASL_PLAINTEXT"),
-        ("SASL_SSL", "SASL_SSL"),
-    ] {
+    for (name, proto) in [("SASL_PLAINTEXT", "SASL_PLAINTEXT"), ("SASL_SSL", "SASL_SSL")] {
         assert!(
             e.contains(&format!("listener \"{name}\" ({name}://:909")) && e.contains(&format!("protocol {proto}")),
             "{name}: {e}"
         );
     }
     assert!(!e.contains("listener \"PLAINTEXT\""), "{e}");
-    assert!(
-        e.contains("no TLS or SASL") && e.contains("unauthenticated plaintext"),
-        "{e}"
-    );
+    assert!(!e.contains("listener \"SSL\""), "SSL is served: {e}");
+    assert!(e.contains("no SASL") && e.contains("unauthenticated"), "{e}");
 }
 
 #[test]
@@ -150,10 +144,16 @@ fn a_listener_name_mapped_to_an_unserved_protocol_is_refused_naming_the_map() {
     // The inter-broker listener is a listener: refused the same way.
     let e = err_text(pairs(&[
         ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
-        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:SSL"),
+        (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+        ),
         ("inter.broker.listener.name", "INTERNAL"),
     ]));
-    assert!(e.contains("listener \"INTERNAL\"") && e.contains("protocol SSL"), "{e}");
+    assert!(
+        e.contains("listener \"INTERNAL\"") && e.contains("protocol SASL_PLAINTEXT"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -166,13 +166,42 @@ fn an_unserved_security_inter_broker_protocol_is_refused() {
         ("security.inter.broker.protocol", "SSL"),
     ]));
     assert!(
-        e.contains("inter-broker listener with security protocol SSL (set by security.inter.broker.protocol"),
+        e.contains("security.inter.broker.protocol")
+            && e.contains("\"SSL\", which listener.security.protocol.map maps to PLAINTEXT"),
         "{e}"
     );
 }
 
 #[test]
-fn only_plaintext_is_served() {
+fn an_ssl_listener_without_a_keystore_is_refused_naming_the_listener_and_the_key() {
+    let e = err_text(pairs(&[
+        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
+        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:SSL"),
+    ]));
+    assert!(
+        e.contains("SSL listener \"INTERNAL\"") && e.contains("listener.name.internal.ssl.keystore.location"),
+        "{e}"
+    );
+    let ok = pairs(&[
+        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
+        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:SSL"),
+        ("listener.name.internal.ssl.keystore.location", "/etc/kastle/broker.p12"),
+        ("listener.name.internal.ssl.keystore.type", "PKCS12"),
+    ]);
+    assert!(ok.is_ok(), "{ok:?}");
+    let e = err_text(pairs(&[
+        ("listeners", "SSL://:9093"),
+        ("ssl.keystore.location", "/k.pem"),
+        ("listener.name.ssl.ssl.client.auth", "sometimes"),
+    ]));
+    assert!(
+        e.contains("SSL listener \"SSL\"") && e.contains("listener.name.ssl.ssl.client.auth"),
+        "{e}"
+    );
+}
+
+#[test]
+fn plaintext_and_ssl_are_served() {
     use crate::config::SecurityProtocol;
     let all = [
         SecurityProtocol::Plaintext,
@@ -181,7 +210,7 @@ fn only_plaintext_is_served() {
         SecurityProtocol::SaslSsl,
     ];
     let served: Vec<_> = all.into_iter().filter(|p| p.is_served()).collect();
-    assert_eq!(served, [SecurityProtocol::Plaintext]);
+    assert_eq!(served, [SecurityProtocol::Plaintext, SecurityProtocol::Ssl]);
 }
 
 #[test]
@@ -216,4 +245,21 @@ fn replica_fetch_wait_must_fit_the_socket_timeout_and_lag_time() {
         ("replica.lag.time.max.ms", "10000"),
     ]));
     assert!(e.contains("ISR"), "{e}");
+}
+
+#[test]
+fn an_ssl_inter_broker_listener_is_refused_until_brokers_speak_tls_to_each_other() {
+    // Clients may use SSL, but the controller channel and the fetchers would connect in
+    // plaintext to an SSL port: refuse at start-up rather than fail (or downgrade) later.
+    let e = err_text(pairs(&[
+        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
+        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:SSL"),
+        ("listener.name.internal.ssl.keystore.location", "/etc/kastle/broker.p12"),
+        ("listener.name.internal.ssl.keystore.type", "PKCS12"),
+        ("inter.broker.listener.name", "INTERNAL"),
+    ]));
+    assert!(
+        e.contains("inter-broker listener \"INTERNAL\"") && e.contains("inter.broker.listener.name"),
+        "{e}"
+    );
 }

@@ -3,7 +3,7 @@
 //! required `zookeeper.connect`, broker id range, at least one log dir, listener names mapped to
 //! protocols, advertised ⊆ listeners, no advertised 0.0.0.0, one inter-broker listener setting,
 //! inter-broker and control-plane listeners advertised, replica fetch timing, offset commit acks —
-//! plus kastle's own: every listener's security protocol is one kastle serves (PLAINTEXT only).
+//! plus kastle's own: every listener's security protocol is one kastle serves (PLAINTEXT and SSL), and every SSL listener has a keystore.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,6 +14,7 @@ use crate::config::listeners::{parse_listeners, parse_protocol_map, EndPoint, Li
 use crate::config::load::Entries;
 use crate::config::value::{split_list, Source, Value};
 use crate::config::{KafkaConfig, SecurityProtocol, ZkClientSecurity, ZkSaslClient};
+use crate::security::tls::TlsSettings;
 
 /// Read access to the merged entries with errors that name the key.
 struct View<'a>(&'a Entries);
@@ -123,6 +124,7 @@ pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
         parse_protocol_map(v.opt_list(MAP_KEY).unwrap_or(&[])).map_err(|expected| v.invalid(MAP_KEY, expected))?;
     let listeners = endpoints(&v, "listeners", &protocol_map, true)?;
     check_served(&v, &listeners)?;
+    check_tls_listeners(&v, &listeners)?;
     let advertised_key = if v.opt_list("advertised.listeners").is_some() {
         "advertised.listeners"
     } else {
@@ -307,6 +309,32 @@ fn check_served(v: &View, listeners: &[EndPoint]) -> Result<(), ConfigError> {
     }
 }
 
+/// Every SSL listener has a keystore, and its `ssl.*` values are ones kastle serves (the
+/// stores themselves are read when the broker starts its listeners).
+fn check_tls_listeners(v: &View, listeners: &[EndPoint]) -> Result<(), ConfigError> {
+    for ep in listeners
+        .iter()
+        .filter(|e| e.security_protocol == SecurityProtocol::Ssl)
+    {
+        let failed = |problem: String| ConfigError::TlsListener {
+            listener: ep.listener_name.clone(),
+            problem,
+        };
+        let lookup = |key: &str| crate::security::tls::settings::value_text(v.value(key));
+        let settings = TlsSettings::resolve(&ep.listener_name, &lookup).map_err(|e| failed(e.to_string()))?;
+        if !settings.has_keystore() {
+            let prefix = crate::security::tls::settings::listener_prefix(&ep.listener_name);
+            return Err(failed(format!(
+                "no keystore: set {prefix}ssl.keystore.location or ssl.keystore.location (with \
+                 ssl.keystore.type PEM or PKCS12), or ssl.keystore.key with ssl.keystore.certificate.chain"
+            )));
+        }
+        crate::security::tls::principal::SslPrincipalMapper::parse(&settings.principal_mapping_rules)
+            .map_err(|problem| failed(format!("ssl.principal.mapping.rules: {problem}")))?;
+    }
+    Ok(())
+}
+
 fn names(eps: &[EndPoint]) -> String {
     eps.iter()
         .map(|e| e.listener_name.as_str())
@@ -385,6 +413,21 @@ fn inter_broker_listener(
                 );
                 return Err(ConfigError::UnservedProtocol { listeners: vec![line] });
             }
+            // The listener named after the protocol must have that protocol: asking for SSL
+            // between brokers must not end in plaintext.
+            if let (Ok(asked), Some(mapped)) = (name.parse::<SecurityProtocol>(), map.get(&name)) {
+                if asked != *mapped {
+                    return Err(v.conflict(
+                        IBP_KEY,
+                        MAP_KEY,
+                        format!(
+                            "the inter-broker listener with security protocol {asked} is the listener named \
+                             \"{name}\", which {MAP_KEY} maps to {mapped}; set inter.broker.listener.name \
+                             to a listener of protocol {asked}, or fix the map"
+                        ),
+                    ));
+                }
+            }
             (IBP_KEY, name)
         }
     };
@@ -406,6 +449,17 @@ fn inter_broker_listener(
                 names(advertised)
             ),
         ));
+    }
+    // Brokers serve SSL to clients, but the controller channel and the replica fetchers still
+    // connect in plaintext: an SSL inter-broker listener would be a silent downgrade.
+    if let Some(p) = map.get(&name).filter(|p| **p != SecurityProtocol::Plaintext) {
+        let line = format!(
+            "the inter-broker listener \"{name}\" (set by {key}, {}): its protocol {p} is served to \
+             clients, but broker-to-broker connections speak only PLAINTEXT so far; make the \
+             inter-broker listener a PLAINTEXT one",
+            v.origin(key).phrase()
+        );
+        return Err(ConfigError::UnservedProtocol { listeners: vec![line] });
     }
     Ok(name)
 }

@@ -100,12 +100,14 @@ enum Ended {
     ServerShutdown,
 }
 
-/// A connection's socket, limits and the handler its requests go to.
+/// A connection's socket, limits and the handler its requests go to. Generic over the read and
+/// write halves: a plaintext connection owns the TCP socket's halves directly (no boxing, no
+/// copies), a TLS one the halves of its TLS stream; both run the same request loop.
 #[derive(Debug)]
-pub(crate) struct Connection<H> {
+pub(crate) struct Connection<H, R = OwnedReadHalf, W = OwnedWriteHalf> {
     /// Buffered so that pipelined small requests cost one read, not two per frame.
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
+    reader: BufReader<R>,
+    writer: W,
     peer: SocketAddr,
     listener: String,
     /// Who the peer authenticated as; stamped on every request.
@@ -127,12 +129,43 @@ impl<H: RequestHandler> Connection<H> {
         idle: Duration,
     ) -> Self {
         let (reader, writer) = stream.into_split();
+        let principal = Arc::new(KafkaPrincipal::anonymous());
+        Connection::from_halves(
+            reader,
+            writer,
+            peer,
+            listener,
+            principal,
+            handler,
+            max_request_bytes,
+            idle,
+        )
+    }
+}
+
+impl<H: RequestHandler, R, W> Connection<H, R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send,
+{
+    /// A connection over any byte stream's halves (a TLS stream's), for `principal`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_halves(
+        reader: R,
+        writer: W,
+        peer: SocketAddr,
+        listener: String,
+        principal: Arc<KafkaPrincipal>,
+        handler: Arc<H>,
+        max_request_bytes: usize,
+        idle: Duration,
+    ) -> Self {
         Self {
             reader: BufReader::new(reader),
             writer,
             peer,
             listener,
-            principal: Arc::new(KafkaPrincipal::anonymous()),
+            principal,
             handler,
             max_request_bytes,
             idle,
@@ -204,8 +237,8 @@ enum Outgoing {
 }
 
 /// Writes the queued responses in order, waiting for each pending one in turn.
-async fn write_responses(
-    writer: &mut OwnedWriteHalf,
+async fn write_responses<W: AsyncWrite + Unpin>(
+    writer: &mut W,
     mut queue: mpsc::Receiver<Outgoing>,
     idle: Duration,
 ) -> Result<(), ConnectionError> {
@@ -230,8 +263,8 @@ async fn write_responses(
 /// The reading half of a connection: requests one at a time, in arrival order, each handled
 /// until its handler returns (its effects done) before the next is read; the answers go to
 /// the write queue.
-struct Requests<'a, H> {
-    reader: &'a mut BufReader<OwnedReadHalf>,
+struct Requests<'a, H, R> {
+    reader: &'a mut BufReader<R>,
     peer: SocketAddr,
     listener: &'a str,
     principal: &'a Arc<KafkaPrincipal>,
@@ -240,7 +273,7 @@ struct Requests<'a, H> {
     idle: Duration,
 }
 
-impl<H: RequestHandler> Requests<'_, H> {
+impl<H: RequestHandler, R: AsyncRead + Unpin> Requests<'_, H, R> {
     async fn run(
         mut self,
         mut state: watch::Receiver<ServerState>,

@@ -17,7 +17,7 @@ pub mod socket_server;
 
 pub use connection::ConnectionError;
 pub use handler::{RequestContext, RequestHandler};
-pub use socket_server::{NetworkConfig, SocketServer};
+pub use socket_server::{NetworkConfig, ServedListener, SocketServer};
 
 #[cfg(test)]
 mod socket_server_fuzz_tests;

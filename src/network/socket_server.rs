@@ -17,6 +17,7 @@ use tracing::{debug, info, warn};
 use super::connection::{Connection, ServerState};
 use super::connection_quotas::ConnectionQuotas;
 use super::handler::RequestHandler;
+use crate::security::tls::TlsServer;
 
 /// The socket settings of the broker config, with Kafka's property names and defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +32,17 @@ pub struct NetworkConfig {
     pub max_connections_per_ip: usize,
     /// kastle only: how long [`SocketServer::shutdown`] lets in-flight requests finish.
     pub shutdown_grace: Duration,
+    /// kastle only: how long a TLS client may take to finish its handshake.
+    pub tls_handshake_timeout: Duration,
+}
+
+/// A bound listener for the socket server: its name, socket and, for an SSL listener, its TLS
+/// state (`None` serves plaintext).
+#[derive(Debug)]
+pub struct ServedListener {
+    pub name: String,
+    pub listener: TcpListener,
+    pub tls: Option<Arc<TlsServer>>,
 }
 
 impl Default for NetworkConfig {
@@ -41,6 +53,7 @@ impl Default for NetworkConfig {
             max_connections: i32::MAX as usize,
             max_connections_per_ip: i32::MAX as usize,
             shutdown_grace: Duration::from_secs(30),
+            tls_handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -79,11 +92,29 @@ impl SocketServer {
         config: NetworkConfig,
         quotas: Arc<ConnectionQuotas>,
     ) -> SocketServer {
+        let listeners = listeners
+            .into_iter()
+            .map(|(name, listener)| ServedListener {
+                name,
+                listener,
+                tls: None,
+            })
+            .collect();
+        Self::start_listeners(listeners, handler, config, quotas)
+    }
+
+    /// [`SocketServer::start_with_quotas`] for listeners that may be TLS ones.
+    pub fn start_listeners<H: RequestHandler>(
+        listeners: Vec<ServedListener>,
+        handler: Arc<H>,
+        config: NetworkConfig,
+        quotas: Arc<ConnectionQuotas>,
+    ) -> SocketServer {
         let (state, _) = watch::channel(ServerState::Running);
         let (task_token, tasks_done) = mpsc::channel(1);
         let config = Arc::new(config);
         let mut local_addrs = Vec::with_capacity(listeners.len());
-        for (name, listener) in listeners {
+        for ServedListener { name, listener, tls } in listeners {
             match listener.local_addr() {
                 Ok(addr) => {
                     info!(listener = %name, %addr, "awaiting socket connections");
@@ -94,6 +125,7 @@ impl SocketServer {
             let acceptor = Acceptor {
                 name,
                 listener,
+                tls,
                 handler: Arc::clone(&handler),
                 config: Arc::clone(&config),
                 quotas: Arc::clone(&quotas),
@@ -151,6 +183,7 @@ impl SocketServer {
 struct Acceptor<H> {
     name: String,
     listener: TcpListener,
+    tls: Option<Arc<TlsServer>>,
     handler: Arc<H>,
     config: Arc<NetworkConfig>,
     quotas: Arc<ConnectionQuotas>,
@@ -194,6 +227,20 @@ impl<H: RequestHandler> Acceptor<H> {
             debug!(%peer, %error, "could not set TCP_NODELAY");
         }
         debug!(%peer, listener = %self.name, "accepted connection");
+        let state = self.state.clone();
+        let task_token = self.task_token.clone();
+        if let Some(tls) = &self.tls {
+            let tls = Arc::clone(tls);
+            let handler = Arc::clone(&self.handler);
+            let config = Arc::clone(&self.config);
+            let name = self.name.clone();
+            tokio::spawn(async move {
+                let _permit = permit;
+                let _task_token = task_token;
+                serve_tls(tls, stream, peer, name, handler, config, state).await;
+            });
+            return;
+        }
         let connection = Connection::new(
             stream,
             peer,
@@ -202,14 +249,51 @@ impl<H: RequestHandler> Acceptor<H> {
             self.config.socket_request_max_bytes,
             self.config.connections_max_idle,
         );
-        let state = self.state.clone();
-        let task_token = self.task_token.clone();
         tokio::spawn(async move {
             let _permit = permit;
             let _task_token = task_token;
             connection.run(state).await;
         });
     }
+}
+
+/// The TLS handshake (within `tls_handshake_timeout`, and abandoned at shutdown), then the
+/// same request loop as plaintext over the TLS stream's halves. A failed handshake closes this
+/// connection only.
+async fn serve_tls<H: RequestHandler>(
+    tls: Arc<TlsServer>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    listener: String,
+    handler: Arc<H>,
+    config: Arc<NetworkConfig>,
+    mut state: watch::Receiver<ServerState>,
+) {
+    let handshake = tokio::select! {
+        biased;
+        _ = state.wait_for(|s| *s >= ServerState::Draining) => return,
+        handshake = tls.accept(stream, config.tls_handshake_timeout) => handshake,
+    };
+    let (stream, principal) = match handshake {
+        Ok(accepted) => accepted,
+        Err(error) => {
+            warn!(%peer, %listener, reason = %error, "closing connection: TLS handshake failed");
+            return;
+        }
+    };
+    info!(%peer, %listener, %principal, "TLS connection authenticated");
+    let (reader, writer) = tokio::io::split(stream);
+    let connection = Connection::from_halves(
+        reader,
+        writer,
+        peer,
+        listener,
+        Arc::new(principal),
+        handler,
+        config.socket_request_max_bytes,
+        config.connections_max_idle,
+    );
+    connection.run(state).await;
 }
 
 impl<H> std::fmt::Debug for Acceptor<H> {

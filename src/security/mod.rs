@@ -5,5 +5,6 @@
 
 pub mod jaas;
 mod principal;
+pub mod tls;
 
 pub use principal::{KafkaPrincipal, PrincipalParseError};

@@ -50,6 +50,8 @@ pub enum BrokerError {
     BrokerIdUnset,
     #[error(transparent)]
     Bind(#[from] BindError),
+    #[error(transparent)]
+    ListenerTls(#[from] listeners::ListenerTlsError),
 }
 
 fn describe_offline(offline: &[(PathBuf, String)]) -> String {
@@ -152,6 +154,16 @@ async fn start_registered(
         });
     }
 
+    let tls_servers = {
+        let config = config.clone();
+        // Reads the keystores: off the async workers.
+        tokio::task::spawn_blocking(move || listeners::tls_servers(&config))
+            .await
+            .map_err(|e| BindError {
+                endpoint: "SSL listeners".to_string(),
+                source: std::io::Error::other(e),
+            })??
+    };
     let bound = listeners::bind(config.listeners()).await?;
     let endpoints = listeners::advertised(config.advertised_listeners(), &bound);
 
@@ -225,8 +237,8 @@ async fn start_registered(
     .await;
     let _ = apis.controller.set(controller.clone());
     // Like Kafka, requests are served only once the broker is registered.
-    let server = SocketServer::start_with_quotas(
-        bound.into_iter().map(listeners::BoundListener::into_parts).collect(),
+    let server = SocketServer::start_listeners(
+        bound.into_iter().map(|b| b.into_served(&tls_servers)).collect(),
         apis.clone(),
         network_config(config),
         connection_quotas,

@@ -1,13 +1,51 @@
 //! Listener sockets. Each `listeners` entry is bound at start-up, before the broker registers,
 //! so a port of 0 is resolved to the bound port and that is what `advertised.listeners`
 //! publishes (as Kafka does). The socket server takes them over once the broker is registered.
+//! SSL listeners get their TLS state ([`TlsServers`]) before binding: an unreadable keystore
+//! stops the start-up, naming the listener and the key.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::config::EndPoint;
+use crate::config::{EndPoint, KafkaConfig, SecurityProtocol};
+use crate::network::ServedListener;
+use crate::security::tls::{TlsConfigError, TlsServer, TlsSettings};
 use crate::zk::models::AdvertisedEndpoint;
+
+/// A listener's TLS could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot serve SSL listener \"{listener}\": {source}")]
+pub struct ListenerTlsError {
+    pub listener: String,
+    pub source: TlsConfigError,
+}
+
+/// The TLS state of every SSL listener, by listener name; shared with the dynamic config
+/// handler, which reloads a listener's keystore.
+pub type TlsServers = Arc<BTreeMap<String, Arc<TlsServer>>>;
+
+/// Loads the keystore (and truststore) of every SSL listener of `config`. Reads files: run it
+/// at start-up, before serving.
+pub fn tls_servers(config: &KafkaConfig) -> Result<TlsServers, ListenerTlsError> {
+    let mut servers = BTreeMap::new();
+    for ep in config
+        .listeners()
+        .iter()
+        .filter(|e| e.security_protocol == SecurityProtocol::Ssl)
+    {
+        let err = |source| ListenerTlsError {
+            listener: ep.listener_name.clone(),
+            source,
+        };
+        let settings = TlsSettings::from_config(config, &ep.listener_name).map_err(err)?;
+        let server = TlsServer::new(settings).map_err(err)?;
+        servers.insert(ep.listener_name.clone(), Arc::new(server));
+    }
+    Ok(Arc::new(servers))
+}
 
 /// A bound listener.
 #[derive(Debug)]
@@ -29,6 +67,15 @@ impl BoundListener {
     /// The listener name and socket, for the socket server.
     pub fn into_parts(self) -> (String, TcpListener) {
         (self.name, self.listener)
+    }
+
+    /// The listener for the socket server, with its TLS state if it is an SSL listener.
+    pub fn into_served(self, tls: &TlsServers) -> ServedListener {
+        ServedListener {
+            tls: tls.get(&self.name).cloned(),
+            name: self.name,
+            listener: self.listener,
+        }
     }
 }
 
