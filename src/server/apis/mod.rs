@@ -2,7 +2,9 @@
 //! hands over decoded requests; each handler turns per-partition failures into error codes in
 //! the response and never fails the request as a whole for one partition's sake.
 
+mod acls;
 mod alter_configs;
+mod authorize;
 mod config_alter;
 mod controller_requests;
 mod create_partitions;
@@ -64,6 +66,8 @@ pub struct KafkaApis {
     pub controller: std::sync::OnceLock<crate::controller::ControllerHandle>,
     /// KIP-227 incremental fetch sessions.
     pub fetch_sessions: crate::server::fetch_session::wire::FetchManager,
+    /// The ACL authorizer when `authorizer.class.name` names it; `None`: no authorization.
+    pub authorizer: Option<Arc<crate::security::authorizer::AclAuthorizer>>,
 }
 
 impl RequestHandler for KafkaApis {
@@ -148,6 +152,9 @@ impl RequestHandler for KafkaApis {
             RequestKind::IncrementalAlterConfigs(r) => Some(ResponseKind::IncrementalAlterConfigs(
                 incremental_alter_configs::handle(self, r).await,
             )),
+            RequestKind::CreateAcls(r) => Some(ResponseKind::CreateAcls(acls::create_acls(self, &ctx, r).await)),
+            RequestKind::DescribeAcls(r) => Some(ResponseKind::DescribeAcls(acls::describe_acls(self, &ctx, r))),
+            RequestKind::DeleteAcls(r) => Some(ResponseKind::DeleteAcls(acls::delete_acls(self, &ctx, r).await)),
             other => {
                 tracing::warn!(api = ?ctx.api_key, "no handler for a supported API; closing the request without a response");
                 drop(other);
