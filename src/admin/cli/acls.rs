@@ -119,7 +119,9 @@ fn entries(a: &AclsArgs) -> CliResult<Vec<AclEntry>> {
         };
         for p in principals {
             if p.parse::<crate::security::KafkaPrincipal>().is_err() {
-                return fail(format!("Invalid principal: {p} (expected principalType:name, e.g. User:alice)"));
+                return fail(format!(
+                    "Invalid principal: {p} (expected principalType:name, e.g. User:alice)"
+                ));
             }
             for h in &hosts {
                 for op in &ops {
@@ -242,7 +244,11 @@ async fn remove(admin: &Admin, a: &AclsArgs, pattern_type: PatternType) -> CliRe
     let response = admin
         .send_any(DeleteAclsRequest::default().with_filters(filters), VERSIONS)
         .await?;
-    if let Some(r) = response.filter_results.iter().find(|r| r.error_code != error_codes::NONE) {
+    if let Some(r) = response
+        .filter_results
+        .iter()
+        .find(|r| r.error_code != error_codes::NONE)
+    {
         return fail(format!(
             "Error while executing ACL command: {}",
             java_exception(r.error_code, r.error_message.as_deref())
@@ -295,9 +301,10 @@ async fn list(admin: &Admin, a: &AclsArgs, pattern_type: PatternType) -> CliResu
 pub fn bindings_of(response: &kafka_protocol::messages::DescribeAclsResponse) -> Vec<AclBinding> {
     let mut out = Vec::new();
     for r in &response.resources {
-        let (Some(resource_type), Some(pattern_type)) =
-            (ResourceType::from_code(r.resource_type), PatternType::from_code(r.pattern_type))
-        else {
+        let (Some(resource_type), Some(pattern_type)) = (
+            ResourceType::from_code(r.resource_type),
+            PatternType::from_code(r.pattern_type),
+        ) else {
             continue;
         };
         for acl in &r.acls {

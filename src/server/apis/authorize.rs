@@ -3,9 +3,13 @@
 //! configured. Also the error codes an unauthorized request gets.
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::ProduceRequest;
+use kafka_protocol::messages::{
+    ControlledShutdownResponse, DescribeClusterResponse, ElectLeadersResponse, InitProducerIdResponse,
+    LeaderAndIsrResponse, ProduceRequest, ProducerId, RequestKind, ResponseKind, StopReplicaResponse,
+    UpdateMetadataResponse,
+};
 
-use super::KafkaApis;
+use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
 use crate::security::authorizer::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
@@ -22,6 +26,52 @@ fn batch_producer_id(records: &[u8]) -> Option<i64> {
 }
 
 impl KafkaApis {
+    /// The answer to a request refused as a whole, as KafkaApis refuses it: the controller's
+    /// requests without CLUSTER_ACTION, InitProducerId without IDEMPOTENT_WRITE (or WRITE on
+    /// its transactional id), ElectLeaders without ALTER and DescribeCluster without DESCRIBE
+    /// on the cluster. `None`: the handler decides (per resource, where there are several).
+    pub(crate) fn refused(&self, ctx: &RequestContext, request: &RequestKind) -> Option<ResponseKind> {
+        self.authorizer.as_ref()?;
+        let cluster = |op| self.cluster_denied(ctx, op);
+        match request {
+            RequestKind::LeaderAndIsr(_) => cluster(AclOperation::ClusterAction)
+                .map(|c| ResponseKind::LeaderAndIsr(LeaderAndIsrResponse::default().with_error_code(c))),
+            RequestKind::UpdateMetadata(_) => cluster(AclOperation::ClusterAction)
+                .map(|c| ResponseKind::UpdateMetadata(UpdateMetadataResponse::default().with_error_code(c))),
+            RequestKind::StopReplica(_) => cluster(AclOperation::ClusterAction)
+                .map(|c| ResponseKind::StopReplica(StopReplicaResponse::default().with_error_code(c))),
+            RequestKind::ControlledShutdown(_) => cluster(AclOperation::ClusterAction)
+                .map(|c| ResponseKind::ControlledShutdown(ControlledShutdownResponse::default().with_error_code(c))),
+            RequestKind::ElectLeaders(_) => cluster(AclOperation::Alter)
+                .map(|c| ResponseKind::ElectLeaders(ElectLeadersResponse::default().with_error_code(c))),
+            RequestKind::DescribeCluster(_) => cluster(AclOperation::Describe).map(|c| {
+                ResponseKind::DescribeCluster(
+                    DescribeClusterResponse::default()
+                        .with_error_code(c)
+                        .with_cluster_id(str_bytes(&self.cluster_id)),
+                )
+            }),
+            RequestKind::InitProducerId(r) => {
+                let code = match &r.transactional_id {
+                    Some(txn) if !txn.0.is_empty() => {
+                        (!self.authorized(ctx, AclOperation::Write, ResourceType::TransactionalId, &txn.0))
+                            .then_some(TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                    }
+                    _ => cluster(AclOperation::IdempotentWrite),
+                };
+                code.map(|c| {
+                    ResponseKind::InitProducerId(
+                        InitProducerIdResponse::default()
+                            .with_error_code(c)
+                            .with_producer_id(ProducerId(-1))
+                            .with_producer_epoch(-1),
+                    )
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the request's principal may do `op` on the resource (always, without an
     /// authorizer).
     pub(crate) fn authorized(&self, ctx: &RequestContext, op: AclOperation, rt: ResourceType, name: &str) -> bool {
