@@ -44,8 +44,7 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
             None if version >= 13 => Err(ReplicaError::UnknownTopicId),
             None => Err(ReplicaError::UnknownTopicOrPartition),
             Some(name)
-                if !follower_allowed
-                    && !(replica.is_none() && apis.authorized_topic(ctx, AclOperation::Read, name)) =>
+                if !(follower_allowed || replica.is_none() && apis.authorized_topic(ctx, AclOperation::Read, name)) =>
             {
                 Err(ReplicaError::TopicAuthorizationFailed)
             }
