@@ -47,6 +47,8 @@ enum Command {
     ConsumerGroups(kastle::admin::cli::consumer_groups::ConsumerGroupsArgs),
     /// Delete records below an offset (kafka-delete-records.sh).
     DeleteRecords(kastle::admin::cli::delete_records::DeleteRecordsArgs),
+    /// Add, remove or list ACLs (kafka-acls.sh).
+    Acls(kastle::admin::cli::acls::AclsArgs),
     /// Elect preferred or unclean leaders (kafka-leader-election.sh).
     LeaderElection(kastle::admin::cli::leader_election::LeaderElectionArgs),
     /// Print the batches of segment files (.log), check index files (.index, .timeindex) and
@@ -251,6 +253,7 @@ const KAFKA_TOOLS: &[&str] = &[
     "consumer-groups",
     "delete-records",
     "leader-election",
+    "acls",
 ];
 
 fn main() -> ExitCode {
@@ -315,6 +318,7 @@ fn main() -> ExitCode {
             }
             Command::ConsumerGroups(args) => tool(kastle::admin::cli::consumer_groups::run(&args).await),
             Command::DeleteRecords(args) => tool(kastle::admin::cli::delete_records::run(&args).await),
+            Command::Acls(args) => tool(kastle::admin::cli::acls::run(&args).await),
             Command::LeaderElection(args) => tool(kastle::admin::cli::leader_election::run(&args).await),
             Command::DumpLog { files, print_data_log } => dump_log(&files, print_data_log),
             Command::Perf(PerfCommand::Log { dir, bytes, partitions }) => report(perf_log(&dir, bytes, partitions)),

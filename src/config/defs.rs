@@ -153,6 +153,7 @@ static KEYS: &[ConfigKey] = &[
     k("log.message.format.version", Str, "3.0-IV1", Version, "Specify the message format version the broker will use to append messages to the logs. The value should be a valid MetadataVersion. Some examples are: 0.8.2, 0.9.0.0, 0.10.0, check MetadataVersion for more details. By setting a particular message format version, the user is certifying that all the existing messages on disk are smaller or equal than the specified version. Setting this value incorrectly will cause consumers with older versions to break as they will receive messages with a format that they don't understand."),
     k("authorizer.class.name", Str, "", NO, "The fully qualified name of a class that implements <code>CLASS:Authorizer.class.getName</code> interface, which is used by the broker for authorization."),
     n("super.users", Str, NO, "Semicolon-separated principals (User:admin) that bypass ACLs."),
+    k("allow.everyone.if.no.acl.found", Bool, "false", NO, "With the ACL authorizer: whether a resource no ACL matches is open to everyone (true) or to super users only (false)."),
     k("principal.builder.class", Class, "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", NO, "The fully qualified name of a class that implements the KafkaPrincipalBuilder interface, which is used to build the KafkaPrincipal object used during authorization. If no principal builder is defined, the default behavior depends on the security protocol in use. For SSL authentication, the principal will be derived using the rules defined by <code>ssl.principal.mapping.rules</code> applied on the distinguished name from the client certificate if one is provided; otherwise, if client authentication is not required, the principal name will be ANONYMOUS. For SASL authentication, the principal will be derived using the rules defined by <code>sasl.kerberos.principal.to.local.rules</code> if GSSAPI is in use, and the SASL authentication ID for other mechanisms. For PLAINTEXT, the principal will be ANONYMOUS."),
     k("sasl.enabled.mechanisms", List, "GSSAPI", NO, "The list of SASL mechanisms enabled in the Kafka server. The list may contain any mechanism for which a security provider is available. Only GSSAPI is enabled by default."),
     k("sasl.mechanism.inter.broker.protocol", Str, "GSSAPI", NO, "SASL mechanism used for inter-broker communication. Default is GSSAPI."),
@@ -313,6 +314,8 @@ pub fn is_used(name: &str) -> bool {
 /// A key missing here is accepted but has no effect.
 pub(crate) static USED: &[&str] = &[
     "advertised.listeners",
+    "allow.everyone.if.no.acl.found",
+    "authorizer.class.name",
     "auto.create.topics.enable",
     "auto.leader.rebalance.enable",
     "broker.id",
@@ -396,6 +399,7 @@ pub(crate) static USED: &[&str] = &[
     "reserved.broker.max.id",
     "security.inter.broker.protocol",
     "socket.request.max.bytes",
+    "super.users",
     "unclean.leader.election.enable",
     "zookeeper.clientCnxnSocket",
     "zookeeper.connect",
@@ -530,6 +534,7 @@ mod tests {
             "replica.alter.log.dirs.io.max.bytes.per.second",
             "producer.id.expiration.check.interval.ms",
             "super.users",
+            "allow.everyone.if.no.acl.found",
         ];
         let kafka = all_keys().filter(|d| !kafka_only.contains(&d.name)).count();
         assert_eq!(kafka, 314);

@@ -75,6 +75,9 @@ pub struct KafkaConfig {
     min_insync_replicas: i32,
     inter_broker_protocol_version: String,
     metrics_listener: Option<String>,
+    authorizer_enabled: bool,
+    super_users: Vec<crate::security::KafkaPrincipal>,
+    allow_everyone_if_no_acl_found: bool,
     zookeeper_security: ZkClientSecurity,
 }
 
@@ -275,5 +278,21 @@ impl KafkaConfig {
     /// kastle's `metrics.listener` (`host:port` of the Prometheus endpoint), if enabled.
     pub fn metrics_listener(&self) -> Option<&str> {
         self.metrics_listener.as_deref()
+    }
+
+    /// Whether `authorizer.class.name` names Kafka's ZooKeeper ACL authorizer (either name);
+    /// empty means no authorization.
+    pub fn authorizer_enabled(&self) -> bool {
+        self.authorizer_enabled
+    }
+
+    /// `super.users`: principals the authorizer always allows.
+    pub fn super_users(&self) -> &[crate::security::KafkaPrincipal] {
+        &self.super_users
+    }
+
+    /// `allow.everyone.if.no.acl.found`.
+    pub fn allow_everyone_if_no_acl_found(&self) -> bool {
+        self.allow_everyone_if_no_acl_found
     }
 }

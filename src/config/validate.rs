@@ -142,7 +142,13 @@ pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
     let default_replication_factor =
         i16::try_from(replication).map_err(|_| v.invalid("default.replication.factor", "a value in [1, 32767]"))?;
 
+    let authorizer_enabled = authorizer(&v)?;
+    let super_users = super_users(&v)?;
+
     Ok(KafkaConfig {
+        authorizer_enabled,
+        super_users,
+        allow_everyone_if_no_acl_found: v.bool("allow.everyone.if.no.acl.found")?,
         broker_id,
         broker_id_generation_enable,
         reserved_broker_max_id,
@@ -218,6 +224,44 @@ fn zk_security(v: &View) -> Result<ZkClientSecurity, ConfigError> {
         ));
     }
     Ok(ZkClientSecurity { sasl, set_acl })
+}
+
+/// The `authorizer.class.name` values that turn on the ZooKeeper ACL authorizer.
+pub(crate) const ACL_AUTHORIZERS: &[&str] = &[
+    "kafka.security.authorizer.AclAuthorizer",
+    "kafka.security.auth.SimpleAclAuthorizer",
+];
+
+/// `authorizer.class.name`: empty is no authorization, either of Kafka's ZooKeeper authorizer
+/// names is kastle's ACL authorizer, and anything else is refused (kastle loads no classes).
+fn authorizer(v: &View) -> Result<bool, ConfigError> {
+    let key = "authorizer.class.name";
+    match v.opt_str(key).map(str::trim).unwrap_or("") {
+        "" => Ok(false),
+        name if ACL_AUTHORIZERS.contains(&name) => Ok(true),
+        _ => Err(v.invalid(
+            key,
+            format!(
+                "empty (no authorization) or the ZooKeeper ACL authorizer: {}",
+                ACL_AUTHORIZERS.join(" or ")
+            ),
+        )),
+    }
+}
+
+/// `super.users`: semicolon-separated `<type>:<name>` principals.
+fn super_users(v: &View) -> Result<Vec<crate::security::KafkaPrincipal>, ConfigError> {
+    let key = "super.users";
+    v.opt_str(key)
+        .unwrap_or("")
+        .split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.parse()
+                .map_err(|_| v.invalid(key, "semicolon-separated principals, e.g. User:admin;User:alice"))
+        })
+        .collect()
 }
 
 fn millis(ms: i32) -> Duration {
@@ -590,5 +634,41 @@ mod zk_security_tests {
         assert!(e.to_string().contains("zookeeper.sasl.jaas.config.file"), "{e}");
         let e = load(&[("zookeeper.sasl.client", "true")]).expect_err("no file");
         assert!(e.to_string().contains("zookeeper.sasl.client"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod authorizer_tests {
+    use crate::config::tests_sources::{err_text, pairs};
+
+    #[test]
+    fn either_acl_authorizer_name_turns_it_on_and_anything_else_is_refused() {
+        let off = pairs(&[]).expect("defaults");
+        assert!(!off.authorizer_enabled());
+        assert!(!off.allow_everyone_if_no_acl_found());
+        assert!(off.super_users().is_empty());
+        for name in super::ACL_AUTHORIZERS {
+            let on = pairs(&[("authorizer.class.name", name)]).expect("accepted");
+            assert!(on.authorizer_enabled(), "{name}");
+        }
+        let e = err_text(pairs(&[("authorizer.class.name", "org.example.MyAuthorizer")]));
+        assert!(
+            e.contains("authorizer.class.name") && e.contains("kafka.security.authorizer.AclAuthorizer"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn super_users_are_semicolon_separated_principals() {
+        let c = pairs(&[
+            ("super.users", "User:admin; User:CN=broker,OU=eng"),
+            ("allow.everyone.if.no.acl.found", "true"),
+        ])
+        .expect("accepted");
+        let names: Vec<String> = c.super_users().iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["User:admin", "User:CN=broker,OU=eng"]);
+        assert!(c.allow_everyone_if_no_acl_found());
+        let e = err_text(pairs(&[("super.users", "admin")]));
+        assert!(e.contains("super.users"), "{e}");
     }
 }

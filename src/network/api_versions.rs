@@ -42,6 +42,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
+    (ApiKey::DescribeAcls, 0, 3),
+    (ApiKey::CreateAcls, 0, 3),
+    (ApiKey::DeleteAcls, 0, 3),
     (ApiKey::DescribeConfigs, 0, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
@@ -220,7 +223,8 @@ mod tests {
         assert_eq!(supported(ApiKey::JoinGroup), Some((0, 9)));
         assert_eq!(supported(ApiKey::OffsetCommit), Some((0, 9)));
         assert_eq!(supported(ApiKey::OffsetFetch), Some((0, 9)));
-        assert_eq!(supported(ApiKey::DescribeAcls), None);
+        assert_eq!(supported(ApiKey::DescribeAcls), Some((0, 3)));
+        assert_eq!(supported(ApiKey::DescribeDelegationToken), None);
         assert!(!is_supported(ApiKey::Fetch, 3));
         assert!(is_supported(ApiKey::Fetch, 4));
     }

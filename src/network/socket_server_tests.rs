@@ -254,9 +254,9 @@ async fn a_fetch_below_v4_closes_only_that_connection() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn an_api_we_do_not_serve_closes_only_that_connection() -> anyhow::Result<()> {
-    // DescribeAcls is a known key that kastle does not advertise (no authorizer).
+    // DescribeDelegationToken is a known key that kastle does not advertise.
     closes_only_that_connection(
-        &raw_request(ApiKey::DescribeAcls as i16, 0, false, &[0, 1, b'g']),
+        &raw_request(ApiKey::DescribeDelegationToken as i16, 0, false, &[0, 1, b'g']),
         false,
     )
     .await

@@ -55,6 +55,10 @@ pub enum ReplicaError {
     /// A controller request for an older incarnation of this broker.
     #[error("the broker epoch is stale")]
     StaleBrokerEpoch,
+    /// The ACL authorizer refused the topic (READ for a consumer's fetch, CLUSTER_ACTION for a
+    /// follower's).
+    #[error("not authorized to access the topic")]
+    TopicAuthorizationFailed,
     /// The disk work failed unexpectedly (a panic on the I/O executor).
     #[error("unexpected server error")]
     UnknownServerError,
@@ -87,6 +91,9 @@ impl ReplicaError {
             ReplicaError::StaleControllerEpoch => ec::STALE_CONTROLLER_EPOCH,
             ReplicaError::StaleBrokerEpoch => ec::STALE_BROKER_EPOCH,
             ReplicaError::UnknownServerError => ec::UNKNOWN_SERVER_ERROR,
+            ReplicaError::TopicAuthorizationFailed => {
+                kafka_protocol::error::ResponseError::TopicAuthorizationFailed.code()
+            }
             ReplicaError::InvalidBatch(e) => e.error_code(),
             ReplicaError::Producer(e) => e.error_code(),
         }

@@ -3,6 +3,7 @@
 //! connection once and stamps every request's [`RequestContext`](crate::network::RequestContext)
 //! with the principal; handlers ask the authorizer, never the socket.
 
+pub mod authorizer;
 pub mod jaas;
 mod principal;
 pub mod tls;

@@ -175,7 +175,15 @@ async fn start_registered(
         replica_manager.clone(),
         metadata_cache.clone(),
     );
+    // The ACL cache is loaded before serving, as Kafka's AclAuthorizer does at start-up.
+    let authorizer = crate::security::authorizer::AclAuthorizer::from_config(config);
+    if let Some(a) = &authorizer {
+        crate::security::authorizer::store::load_cache(zk.store(), a)
+            .await
+            .map_err(KafkaZkError::from)?;
+    }
     let apis = Arc::new(KafkaApis {
+        authorizer: authorizer.clone(),
         broker_id: id,
         cluster_id: cluster_id.clone(),
         replica_manager: replica_manager.clone(),
@@ -268,6 +276,13 @@ async fn start_registered(
     if let Some((cleaner, stopped)) = start_log_cleaner(&effective, &log_manager, &replica_manager, stop_rx.clone()) {
         dynamic_targets.log_cleaner = Some(cleaner);
         tasks.push(stopped);
+    }
+    if let Some(a) = authorizer {
+        tasks.push(tokio::spawn(crate::security::authorizer::store::run(
+            watch_session.clone(),
+            a,
+            stop_rx.clone(),
+        )));
     }
     tasks.push(tokio::spawn(crate::server::dynamic_config::run(
         zk.clone(),

@@ -10,11 +10,13 @@
 //! | `pattern` | the `--topic` filter (Kafka's `TopicFilter.IncludeList`) |
 //! | `groups_reset` | `consumer-groups --reset-offsets`: the plan and its OffsetCommit |
 //! | `groups_format` | the tables of `consumer-groups`, datetime and duration parsing (pure) |
+//! | `acls` | `kastle acls` (kafka-acls.sh): CreateAcls, DeleteAcls, DescribeAcls |
 //! | `topics`, `configs`, `consumer_groups`, `delete_records`, `leader_election` | one command each: options (clap), Kafka's checks and messages, pure formatting, then the I/O |
 //!
 //! Each command prints what Kafka's tool prints; the formatting functions are pure and
 //! unit-tested against golden strings. Errors go to stderr and exit 1.
 
+pub mod acls;
 pub mod client;
 pub mod configs;
 pub mod consumer_groups;

@@ -48,6 +48,9 @@ pub enum GroupError {
     /// A write to `__consumer_offsets` too large for it.
     #[error("the commit is too large")]
     InvalidCommitOffsetSize,
+    /// The ACL authorizer refused the group.
+    #[error("not authorized to access the group")]
+    GroupAuthorizationFailed,
     /// A write to `__consumer_offsets` failed in a way group clients are told as it is.
     #[error("storing to the offsets topic failed: {0}")]
     Store(ReplicaError),
@@ -74,6 +77,9 @@ impl GroupError {
             GroupError::GroupSubscribedToTopic => ec::GROUP_SUBSCRIBED_TO_TOPIC,
             GroupError::OffsetMetadataTooLarge => ec::OFFSET_METADATA_TOO_LARGE,
             GroupError::InvalidCommitOffsetSize => ec::INVALID_COMMIT_OFFSET_SIZE,
+            GroupError::GroupAuthorizationFailed => {
+                kafka_protocol::error::ResponseError::GroupAuthorizationFailed.code()
+            }
             GroupError::Store(e) => e.error_code(),
         }
     }

@@ -14,6 +14,7 @@ use super::KafkaApis;
 use crate::network::handler::RequestContext;
 use crate::replica::error::{code_of, ReplicaError};
 use crate::replica::fetch::{FetchParams, FetchPartition, FetchPartitionResult};
+use crate::security::authorizer::acl::AclOperation;
 use crate::types::{BrokerId, TopicPartition};
 
 pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: FetchRequest) -> FetchResponse {
@@ -37,10 +38,16 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Fetc
     // Per session partition, in order: its index in `wanted`, or the error it gets at once.
     let mut slots: Vec<(i32, Result<usize, ReplicaError>)> = Vec::new();
     let mut wanted = Vec::new();
+    let follower_allowed = replica.is_some() && apis.authorized_cluster(ctx, AclOperation::ClusterAction);
     for (p, data) in session.partitions() {
         let slot = match &p.topic {
             None if version >= 13 => Err(ReplicaError::UnknownTopicId),
             None => Err(ReplicaError::UnknownTopicOrPartition),
+            Some(name)
+                if !(follower_allowed || replica.is_none() && apis.authorized_topic(ctx, AclOperation::Read, name)) =>
+            {
+                Err(ReplicaError::TopicAuthorizationFailed)
+            }
             Some(name) => {
                 wanted.push(FetchPartition {
                     tp: TopicPartition {

@@ -2,6 +2,7 @@
 //! Kafka does), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups and
 //! DeleteGroups. Decoding and encoding only; the coordinator (`coordinator::group`) decides.
 
+use crate::security::authorizer::acl::AclOperation;
 use std::collections::BTreeMap;
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
@@ -90,6 +91,8 @@ pub(super) async fn find_coordinator(
             Err(COORDINATOR_NOT_AVAILABLE)
         } else if key.is_empty() {
             Err(INVALID_REQUEST)
+        } else if let Some(code) = apis.group_denied(ctx, AclOperation::Describe, &key) {
+            Err(code)
         } else {
             coordinator_for(apis, ctx, &key).await
         };
@@ -120,6 +123,16 @@ pub(super) async fn find_coordinator(
 
 pub(super) async fn join_group(apis: &KafkaApis, ctx: &RequestContext, r: JoinGroupRequest) -> JoinGroupResponse {
     let v = ctx.api_version;
+    if let Some(code) = apis.group_denied(ctx, AclOperation::Read, &r.group_id.0) {
+        let mut resp = JoinGroupResponse::default()
+            .with_error_code(code)
+            .with_generation_id(-1)
+            .with_member_id(r.member_id);
+        if v < 7 {
+            resp.protocol_name = Some(str_bytes(""));
+        }
+        return resp;
+    }
     let req = JoinRequest {
         member_id: r.member_id.to_string(),
         group_instance_id: opt(&r.group_instance_id),
@@ -172,6 +185,9 @@ pub(super) async fn join_group(apis: &KafkaApis, ctx: &RequestContext, r: JoinGr
 }
 
 pub(super) async fn sync_group(apis: &KafkaApis, ctx: &RequestContext, r: SyncGroupRequest) -> SyncGroupResponse {
+    if let Some(code) = apis.group_denied(ctx, AclOperation::Read, &r.group_id.0) {
+        return SyncGroupResponse::default().with_error_code(code);
+    }
     let req = SyncRequest {
         member_id: r.member_id.to_string(),
         group_instance_id: opt(&r.group_instance_id),
@@ -195,7 +211,10 @@ pub(super) async fn sync_group(apis: &KafkaApis, ctx: &RequestContext, r: SyncGr
     resp
 }
 
-pub(super) fn heartbeat(apis: &KafkaApis, r: HeartbeatRequest) -> HeartbeatResponse {
+pub(super) fn heartbeat(apis: &KafkaApis, ctx: &RequestContext, r: HeartbeatRequest) -> HeartbeatResponse {
+    if let Some(code) = apis.group_denied(ctx, AclOperation::Read, &r.group_id.0) {
+        return HeartbeatResponse::default().with_error_code(code);
+    }
     let answer = apis.groups.heartbeat(
         &r.group_id.0,
         &r.member_id,
@@ -214,6 +233,9 @@ pub(super) fn leave_group(apis: &KafkaApis, ctx: &RequestContext, r: LeaveGroupR
     } else {
         vec![(r.member_id.to_string(), None)]
     };
+    if let Some(code) = apis.group_denied(ctx, AclOperation::Read, &r.group_id.0) {
+        return LeaveGroupResponse::default().with_error_code(code);
+    }
     match apis.groups.leave(&r.group_id.0, &members) {
         Err(e) => LeaveGroupResponse::default().with_error_code(e.error_code()),
         Ok(answers) if ctx.api_version < 3 => {
@@ -234,7 +256,7 @@ pub(super) fn leave_group(apis: &KafkaApis, ctx: &RequestContext, r: LeaveGroupR
     }
 }
 
-pub(super) fn list_groups(apis: &KafkaApis, r: ListGroupsRequest) -> ListGroupsResponse {
+pub(super) fn list_groups(apis: &KafkaApis, ctx: &RequestContext, r: ListGroupsRequest) -> ListGroupsResponse {
     let states: Vec<GroupState> = r.states_filter.iter().filter_map(|s| GroupState::parse(s)).collect();
     if !r.states_filter.is_empty() && states.is_empty() {
         return ListGroupsResponse::default();
@@ -248,6 +270,7 @@ pub(super) fn list_groups(apis: &KafkaApis, r: ListGroupsRequest) -> ListGroupsR
         Ok(groups) => ListGroupsResponse::default().with_groups(
             groups
                 .into_iter()
+                .filter(|(id, _, _)| apis.authorized_group(ctx, AclOperation::Describe, id))
                 .map(|(id, protocol_type, state)| {
                     ListedGroup::default()
                         .with_group_id(GroupId(str_bytes(&id)))
@@ -276,6 +299,9 @@ pub(super) fn describe_groups(
         .iter()
         .map(|id| {
             let base = DescribedGroup::default().with_group_id(id.clone());
+            if let Some(code) = apis.group_denied(ctx, AclOperation::Describe, id) {
+                return base.with_error_code(code).with_group_state(str_bytes(""));
+            }
             match apis.groups.describe(id) {
                 Err(e) => base.with_error_code(e.error_code()).with_group_state(str_bytes("")),
                 Ok(s) => base
@@ -303,10 +329,17 @@ pub(super) fn describe_groups(
     DescribeGroupsResponse::default().with_groups(groups)
 }
 
-pub(super) async fn delete_groups(apis: &KafkaApis, r: DeleteGroupsRequest) -> DeleteGroupsResponse {
+pub(super) async fn delete_groups(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    r: DeleteGroupsRequest,
+) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(r.groups_names.len());
     for id in r.groups_names {
-        let code = result_code(&apis.groups.delete_group(&id.0).await);
+        let code = match apis.group_denied(ctx, AclOperation::Delete, &id.0) {
+            Some(code) => code,
+            None => result_code(&apis.groups.delete_group(&id.0).await),
+        };
         results.push(DeletableGroupResult::default().with_group_id(id).with_error_code(code));
     }
     DeleteGroupsResponse::default().with_results(results)

@@ -15,10 +15,12 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId as KpBrokerId, MetadataRequest, MetadataResponse, TopicName};
 
+use super::authorize::TOPIC_AUTHORIZATION_FAILED;
 use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
 use crate::protocol::authorized_operations::{if_requested, ResourceType};
 use crate::protocol::error_codes as ec;
+use crate::security::authorizer::acl::AclOperation;
 use crate::server::metadata_cache::{CachedPartition, LiveBroker};
 use crate::server::topic_creation::{create_topic, valid_topic_name};
 
@@ -65,6 +67,15 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
             topic.topic_authorized_operations =
                 if_requested(request.include_topic_authorized_operations, ResourceType::Topic);
         }
+        if !apis.authorized_topic(ctx, AclOperation::Describe, &name) {
+            // Kafka leaves unauthorized topics out of an all-topics answer and refuses named ones.
+            if requested.is_none() {
+                continue;
+            }
+            topic.error_code = TOPIC_AUTHORIZATION_FAILED;
+            topics.push(topic);
+            continue;
+        }
         match cache.topic(&name) {
             Some(cached) => {
                 if version >= 10 {
@@ -80,6 +91,11 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
                 topic.error_code = if !valid_topic_name(&name) {
                     ec::INVALID_TOPIC_EXCEPTION
                 } else if allow_auto && apis.config.auto_create_topics_enable {
+                    if !apis.may_create_topic(ctx, &name) {
+                        topic.error_code = TOPIC_AUTHORIZATION_FAILED;
+                        topics.push(topic);
+                        continue;
+                    }
                     match create_topic(apis, &name).await {
                         Ok(()) => ec::LEADER_NOT_AVAILABLE,
                         Err(e) => e.error_code(),

@@ -2,7 +2,9 @@
 //! hands over decoded requests; each handler turns per-partition failures into error codes in
 //! the response and never fails the request as a whole for one partition's sake.
 
+mod acls;
 mod alter_configs;
+mod authorize;
 mod config_alter;
 mod controller_requests;
 mod create_partitions;
@@ -64,6 +66,8 @@ pub struct KafkaApis {
     pub controller: std::sync::OnceLock<crate::controller::ControllerHandle>,
     /// KIP-227 incremental fetch sessions.
     pub fetch_sessions: crate::server::fetch_session::wire::FetchManager,
+    /// The ACL authorizer when `authorizer.class.name` names it; `None`: no authorization.
+    pub authorizer: Option<Arc<crate::security::authorizer::AclAuthorizer>>,
 }
 
 impl RequestHandler for KafkaApis {
@@ -82,6 +86,9 @@ impl RequestHandler for KafkaApis {
     }
 
     async fn handle(&self, ctx: RequestContext, request: RequestKind) -> Option<ResponseKind> {
+        if let Some(refused) = self.refused(&ctx, &request) {
+            return Some(refused);
+        }
         match request {
             RequestKind::Produce(r) => match produce::handle(self, &ctx, r).await {
                 produce::Produced::Now(response) => response.map(ResponseKind::Produce),
@@ -128,13 +135,15 @@ impl RequestHandler for KafkaApis {
             )),
             RequestKind::JoinGroup(r) => Some(ResponseKind::JoinGroup(groups::join_group(self, &ctx, r).await)),
             RequestKind::SyncGroup(r) => Some(ResponseKind::SyncGroup(groups::sync_group(self, &ctx, r).await)),
-            RequestKind::Heartbeat(r) => Some(ResponseKind::Heartbeat(groups::heartbeat(self, r))),
+            RequestKind::Heartbeat(r) => Some(ResponseKind::Heartbeat(groups::heartbeat(self, &ctx, r))),
             RequestKind::LeaveGroup(r) => Some(ResponseKind::LeaveGroup(groups::leave_group(self, &ctx, r))),
-            RequestKind::ListGroups(r) => Some(ResponseKind::ListGroups(groups::list_groups(self, r))),
+            RequestKind::ListGroups(r) => Some(ResponseKind::ListGroups(groups::list_groups(self, &ctx, r))),
             RequestKind::DescribeGroups(r) => {
                 Some(ResponseKind::DescribeGroups(groups::describe_groups(self, &ctx, r)))
             }
-            RequestKind::DeleteGroups(r) => Some(ResponseKind::DeleteGroups(groups::delete_groups(self, r).await)),
+            RequestKind::DeleteGroups(r) => {
+                Some(ResponseKind::DeleteGroups(groups::delete_groups(self, &ctx, r).await))
+            }
             RequestKind::OffsetCommit(r) => {
                 Some(ResponseKind::OffsetCommit(offsets::offset_commit(self, &ctx, r).await))
             }
@@ -143,11 +152,16 @@ impl RequestHandler for KafkaApis {
                 describe_cluster::handle(self, &ctx, r).await,
             )),
             RequestKind::DeleteRecords(r) => Some(ResponseKind::DeleteRecords(delete_records::handle(self, r).await)),
-            RequestKind::OffsetDelete(r) => Some(ResponseKind::OffsetDelete(offsets::offset_delete(self, r).await)),
+            RequestKind::OffsetDelete(r) => {
+                Some(ResponseKind::OffsetDelete(offsets::offset_delete(self, &ctx, r).await))
+            }
             RequestKind::AlterConfigs(r) => Some(ResponseKind::AlterConfigs(alter_configs::handle(self, r).await)),
             RequestKind::IncrementalAlterConfigs(r) => Some(ResponseKind::IncrementalAlterConfigs(
                 incremental_alter_configs::handle(self, r).await,
             )),
+            RequestKind::CreateAcls(r) => Some(ResponseKind::CreateAcls(acls::create_acls(self, &ctx, r).await)),
+            RequestKind::DescribeAcls(r) => Some(ResponseKind::DescribeAcls(acls::describe_acls(self, &ctx, r))),
+            RequestKind::DeleteAcls(r) => Some(ResponseKind::DeleteAcls(acls::delete_acls(self, &ctx, r).await)),
             other => {
                 tracing::warn!(api = ?ctx.api_key, "no handler for a supported API; closing the request without a response");
                 drop(other);

@@ -18,6 +18,7 @@ use crate::coordinator::group::errors::{result_code, GroupError};
 use crate::coordinator::group::requests::CommitEntry;
 use crate::coordinator::group::schema::OffsetValue;
 use crate::network::handler::RequestContext;
+use crate::security::authorizer::acl::AclOperation;
 
 pub(super) async fn offset_commit(
     apis: &KafkaApis,
@@ -28,7 +29,10 @@ pub(super) async fn offset_commit(
     // Like Kafka, partitions the cluster does not have are answered UNKNOWN_TOPIC_OR_PARTITION
     // and not committed.
     let cache = &apis.metadata_cache;
-    let exists = |topic: &str, p: i32| cache.has_partition(topic, p);
+    // READ on the group, and on each topic (unauthorized partitions are not committed).
+    let group_denied = apis.group_denied(ctx, AclOperation::Read, &r.group_id.0);
+    let readable = |topic: &str| apis.authorized_topic(ctx, AclOperation::Read, topic);
+    let exists = |topic: &str, p: i32| cache.has_partition(topic, p) && readable(topic);
     let entries: Vec<CommitEntry> = r
         .topics
         .iter()
@@ -55,23 +59,30 @@ pub(super) async fn offset_commit(
     } else {
         (-1, String::new())
     };
-    let result = apis
-        .groups
-        .commit(
-            &r.group_id.0,
-            &member,
-            r.group_instance_id.as_deref(),
-            generation,
-            entries,
-            retention,
-        )
-        .await;
+    let result = if group_denied.is_some() {
+        Ok(Vec::new())
+    } else {
+        apis.groups
+            .commit(
+                &r.group_id.0,
+                &member,
+                r.group_instance_id.as_deref(),
+                generation,
+                entries,
+                retention,
+            )
+            .await
+    };
     let mut codes = match result {
         Ok(answers) => answers.iter().map(result_code).collect::<Vec<_>>().into_iter(),
         Err(e) => vec![e.error_code(); r.topics.iter().map(|t| t.partitions.len()).sum()].into_iter(),
     };
     let mut code_for = |topic: &str, p: i32| {
-        if exists(topic, p) {
+        if let Some(code) = group_denied {
+            code
+        } else if !readable(topic) {
+            super::authorize::TOPIC_AUTHORIZATION_FAILED
+        } else if exists(topic, p) {
             codes.next().unwrap_or_default()
         } else {
             crate::protocol::error_codes::UNKNOWN_TOPIC_OR_PARTITION
@@ -132,7 +143,12 @@ pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetc
                         .flat_map(|t| t.partition_indexes.iter().map(|p| (t.name.0.to_string(), *p)))
                         .collect()
                 });
-                let result: Fetched = apis.groups.fetch_offsets(&g.group_id.0, asked);
+                let named = asked.is_some();
+                let result: Fetched = match apis.group_denied(ctx, AclOperation::Read, &g.group_id.0) {
+                    Some(_) => Err(GroupError::GroupAuthorizationFailed),
+                    None => apis.groups.fetch_offsets(&g.group_id.0, asked),
+                };
+                let result = result.map(|rows| apis.readable_offsets(ctx, rows, named));
                 let group = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
                 match result {
                     Err(e) => group.with_error_code(e.error_code()),
@@ -151,6 +167,7 @@ pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetc
                                                     .with_committed_offset(offset)
                                                     .with_committed_leader_epoch(epoch)
                                                     .with_metadata(Some(str_bytes(&meta)))
+                                                    .with_error_code(topic_code(apis, ctx, &t))
                                             })
                                             .collect(),
                                     )
@@ -167,7 +184,14 @@ pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetc
             .flat_map(|t| t.partition_indexes.iter().map(|p| (t.name.0.to_string(), *p)))
             .collect()
     });
-    let result = apis.groups.fetch_offsets(&r.group_id.0, asked.clone());
+    let named = asked.is_some();
+    let result = match apis.group_denied(ctx, AclOperation::Read, &r.group_id.0) {
+        Some(_) => Err(GroupError::GroupAuthorizationFailed),
+        None => apis
+            .groups
+            .fetch_offsets(&r.group_id.0, asked.clone())
+            .map(|rows| apis.readable_offsets(ctx, rows, named)),
+    };
     let (rows, group_error) = match result {
         Ok(rows) => (rows, 0),
         // Before v2 there is no group-level error: every asked partition carries it.
@@ -195,7 +219,11 @@ pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetc
                                 .with_committed_offset(offset)
                                 .with_committed_leader_epoch(epoch)
                                 .with_metadata(Some(str_bytes(&meta)))
-                                .with_error_code(partition_error)
+                                .with_error_code(if partition_error != 0 {
+                                    partition_error
+                                } else {
+                                    topic_code(apis, ctx, &t)
+                                })
                         })
                         .collect(),
                 )
@@ -208,7 +236,39 @@ pub(super) fn offset_fetch(apis: &KafkaApis, ctx: &RequestContext, r: OffsetFetc
     resp
 }
 
-pub(super) async fn offset_delete(apis: &KafkaApis, r: OffsetDeleteRequest) -> OffsetDeleteResponse {
+/// TOPIC_AUTHORIZATION_FAILED for a topic the caller may not READ, else none.
+fn topic_code(apis: &KafkaApis, ctx: &RequestContext, topic: &str) -> i16 {
+    apis.topic_denied(ctx, AclOperation::Read, topic).unwrap_or(0)
+}
+
+impl KafkaApis {
+    /// OffsetFetch's rows the caller may see: every row of a topic it may READ; rows of other
+    /// topics are dropped from an all-partitions fetch and kept (to answer
+    /// TOPIC_AUTHORIZATION_FAILED, with no offset) when named.
+    fn readable_offsets(
+        &self,
+        ctx: &RequestContext,
+        rows: Vec<(String, i32, Option<OffsetValue>)>,
+        named: bool,
+    ) -> Vec<(String, i32, Option<OffsetValue>)> {
+        rows.into_iter()
+            .filter_map(|(t, p, v)| match self.authorized_topic(ctx, AclOperation::Read, &t) {
+                true => Some((t, p, v)),
+                false if named => Some((t, p, None)),
+                false => None,
+            })
+            .collect()
+    }
+}
+
+pub(super) async fn offset_delete(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    r: OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
+    if let Some(code) = apis.group_denied(ctx, AclOperation::Delete, &r.group_id.0) {
+        return OffsetDeleteResponse::default().with_error_code(code);
+    }
     let asked: Vec<(String, i32)> = r
         .topics
         .iter()
@@ -229,9 +289,10 @@ pub(super) async fn offset_delete(apis: &KafkaApis, r: OffsetDeleteRequest) -> O
                             t.partitions
                                 .iter()
                                 .map(|p| {
+                                    let code = codes.next().unwrap_or_default();
                                     OffsetDeleteResponsePartition::default()
                                         .with_partition_index(p.partition_index)
-                                        .with_error_code(codes.next().unwrap_or_default())
+                                        .with_error_code(topic_code(apis, ctx, &t.name.0).max(code))
                                 })
                                 .collect(),
                         )

@@ -16,6 +16,7 @@ use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
 use crate::replica::append::{AppendPartition, AppendResult, Appended};
 use crate::replica::error::code_of;
+use crate::security::authorizer::acl::AclOperation;
 use crate::types::TopicPartition;
 
 /// A produce request once its records are appended.
@@ -28,6 +29,7 @@ pub(super) enum Produced {
 
 pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequest) -> Produced {
     let acks = request.acks;
+    let request_denied = apis.produce_denied(ctx, &request);
     // Every partition answers in request order; those without records never reach the log.
     let mut topics = Vec::with_capacity(request.topic_data.len());
     let mut entries = Vec::new();
@@ -35,8 +37,14 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Prod
     let mut slots = Vec::new();
     for topic in request.topic_data {
         let mut responses = Vec::with_capacity(topic.partition_data.len());
+        let denied = request_denied.or_else(|| apis.topic_denied(ctx, AclOperation::Write, &topic.name.0));
         for data in topic.partition_data {
             let mut resp = PartitionProduceResponse::default().with_index(data.index);
+            if let Some(code) = denied {
+                resp.error_code = code;
+                responses.push(resp);
+                continue;
+            }
             match data.records {
                 Some(records) => {
                     slots.push((topics.len(), responses.len()));

@@ -1,0 +1,139 @@
+//! The handlers' questions to the authorizer, as `KafkaApis`' `authHelper` asks them: one call
+//! per check with Kafka's operation and resource, answering "allowed" when no authorizer is
+//! configured. Also the error codes an unauthorized request gets.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{
+    ControlledShutdownResponse, DescribeClusterResponse, ElectLeadersResponse, InitProducerIdResponse,
+    LeaderAndIsrResponse, ProduceRequest, ProducerId, RequestKind, ResponseKind, StopReplicaResponse,
+    UpdateMetadataResponse,
+};
+
+use super::{str_bytes, KafkaApis};
+use crate::network::handler::RequestContext;
+use crate::security::authorizer::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+
+pub(crate) const TOPIC_AUTHORIZATION_FAILED: i16 = ResponseError::TopicAuthorizationFailed.code();
+pub(crate) const GROUP_AUTHORIZATION_FAILED: i16 = ResponseError::GroupAuthorizationFailed.code();
+pub(crate) const CLUSTER_AUTHORIZATION_FAILED: i16 = ResponseError::ClusterAuthorizationFailed.code();
+pub(crate) const SECURITY_DISABLED: i16 = ResponseError::SecurityDisabled.code();
+pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = ResponseError::TransactionalIdAuthorizationFailed.code();
+
+/// The producer id of the first record batch (magic 2: bytes 43..51), if there is one.
+fn batch_producer_id(records: &[u8]) -> Option<i64> {
+    let bytes: [u8; 8] = records.get(43..51)?.try_into().ok()?;
+    (records.get(16) == Some(&2)).then(|| i64::from_be_bytes(bytes))
+}
+
+impl KafkaApis {
+    /// The answer to a request refused as a whole, as KafkaApis refuses it: the controller's
+    /// requests without CLUSTER_ACTION, InitProducerId without IDEMPOTENT_WRITE (or WRITE on
+    /// its transactional id), ElectLeaders without ALTER and DescribeCluster without DESCRIBE
+    /// on the cluster. `None`: the handler decides (per resource, where there are several).
+    pub(crate) fn refused(&self, ctx: &RequestContext, request: &RequestKind) -> Option<ResponseKind> {
+        self.authorizer.as_ref()?;
+        let cluster = |op| self.cluster_denied(ctx, op);
+        match request {
+            RequestKind::LeaderAndIsr(_) => cluster(AclOperation::ClusterAction)
+                .map(|c| ResponseKind::LeaderAndIsr(LeaderAndIsrResponse::default().with_error_code(c))),
+            RequestKind::UpdateMetadata(_) => cluster(AclOperation::ClusterAction)
+                .map(|c| ResponseKind::UpdateMetadata(UpdateMetadataResponse::default().with_error_code(c))),
+            RequestKind::StopReplica(_) => cluster(AclOperation::ClusterAction)
+                .map(|c| ResponseKind::StopReplica(StopReplicaResponse::default().with_error_code(c))),
+            RequestKind::ControlledShutdown(_) => cluster(AclOperation::ClusterAction)
+                .map(|c| ResponseKind::ControlledShutdown(ControlledShutdownResponse::default().with_error_code(c))),
+            RequestKind::ElectLeaders(_) => cluster(AclOperation::Alter)
+                .map(|c| ResponseKind::ElectLeaders(ElectLeadersResponse::default().with_error_code(c))),
+            RequestKind::DescribeCluster(_) => cluster(AclOperation::Describe).map(|c| {
+                ResponseKind::DescribeCluster(
+                    DescribeClusterResponse::default()
+                        .with_error_code(c)
+                        .with_cluster_id(str_bytes(&self.cluster_id)),
+                )
+            }),
+            RequestKind::InitProducerId(r) => {
+                let code = match &r.transactional_id {
+                    Some(txn) if !txn.0.is_empty() => {
+                        (!self.authorized(ctx, AclOperation::Write, ResourceType::TransactionalId, &txn.0))
+                            .then_some(TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                    }
+                    _ => cluster(AclOperation::IdempotentWrite),
+                };
+                code.map(|c| {
+                    ResponseKind::InitProducerId(
+                        InitProducerIdResponse::default()
+                            .with_error_code(c)
+                            .with_producer_id(ProducerId(-1))
+                            .with_producer_epoch(-1),
+                    )
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the request's principal may do `op` on the resource (always, without an
+    /// authorizer).
+    pub(crate) fn authorized(&self, ctx: &RequestContext, op: AclOperation, rt: ResourceType, name: &str) -> bool {
+        match &self.authorizer {
+            None => true,
+            Some(a) => a.authorize(&ctx.principal, &ctx.peer.ip().to_string(), op, rt, name),
+        }
+    }
+
+    /// `op` on the cluster resource.
+    pub(crate) fn authorized_cluster(&self, ctx: &RequestContext, op: AclOperation) -> bool {
+        self.authorized(ctx, op, ResourceType::Cluster, CLUSTER_NAME)
+    }
+
+    /// `op` on a topic.
+    pub(crate) fn authorized_topic(&self, ctx: &RequestContext, op: AclOperation, topic: &str) -> bool {
+        self.authorized(ctx, op, ResourceType::Topic, topic)
+    }
+
+    /// `op` on a group.
+    pub(crate) fn authorized_group(&self, ctx: &RequestContext, op: AclOperation, group: &str) -> bool {
+        self.authorized(ctx, op, ResourceType::Group, group)
+    }
+
+    /// CREATE on the cluster or on the topic (CreateTopics, Metadata's auto-creation).
+    pub(crate) fn may_create_topic(&self, ctx: &RequestContext, topic: &str) -> bool {
+        self.authorized_cluster(ctx, AclOperation::Create) || self.authorized_topic(ctx, AclOperation::Create, topic)
+    }
+
+    /// The code every partition of a Produce gets before any topic check: WRITE on the
+    /// transactional id, IDEMPOTENT_WRITE on the cluster for idempotent batches.
+    pub(crate) fn produce_denied(&self, ctx: &RequestContext, request: &ProduceRequest) -> Option<i16> {
+        self.authorizer.as_ref()?;
+        if let Some(txn) = &request.transactional_id {
+            if !self.authorized(ctx, AclOperation::Write, ResourceType::TransactionalId, txn) {
+                return Some(TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+            }
+        }
+        let idempotent = request
+            .topic_data
+            .iter()
+            .flat_map(|t| t.partition_data.iter())
+            .filter_map(|p| p.records.as_ref())
+            .any(|r| batch_producer_id(r).is_some_and(|id| id >= 0));
+        if idempotent && request.transactional_id.is_none() {
+            return self.cluster_denied(ctx, AclOperation::IdempotentWrite);
+        }
+        None
+    }
+
+    /// `None` when allowed, else TOPIC_AUTHORIZATION_FAILED.
+    pub(crate) fn topic_denied(&self, ctx: &RequestContext, op: AclOperation, topic: &str) -> Option<i16> {
+        (!self.authorized_topic(ctx, op, topic)).then_some(TOPIC_AUTHORIZATION_FAILED)
+    }
+
+    /// `None` when allowed, else GROUP_AUTHORIZATION_FAILED.
+    pub(crate) fn group_denied(&self, ctx: &RequestContext, op: AclOperation, group: &str) -> Option<i16> {
+        (!self.authorized_group(ctx, op, group)).then_some(GROUP_AUTHORIZATION_FAILED)
+    }
+
+    /// `None` when allowed, else CLUSTER_AUTHORIZATION_FAILED.
+    pub(crate) fn cluster_denied(&self, ctx: &RequestContext, op: AclOperation) -> Option<i16> {
+        (!self.authorized_cluster(ctx, op)).then_some(CLUSTER_AUTHORIZATION_FAILED)
+    }
+}
