@@ -73,7 +73,14 @@ fn default_request(api_key: ApiKey) -> Option<RequestKind> {
         ElectLeaders,
         IncrementalAlterConfigs,
         OffsetDelete,
-        DescribeCluster
+        DescribeCluster,
+        CreateAcls,
+        DescribeAcls,
+        DeleteAcls,
+        SaslHandshake,
+        SaslAuthenticate,
+        DescribeUserScramCredentials,
+        AlterUserScramCredentials
     )
 }
 
