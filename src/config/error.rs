@@ -52,12 +52,12 @@ pub enum ConfigError {
     },
 
     /// Listeners (or the inter-broker protocol) whose security protocol kastle cannot serve:
-    /// kastle has no TLS or SASL, and refuses to start rather than serve such a listener as
-    /// unauthenticated plaintext.
+    /// kastle has no TLS yet (SASL_PLAINTEXT is served), and refuses to start rather than serve
+    /// such a listener as unauthenticated plaintext.
     #[error(
-        "kastle cannot serve {}: it has no TLS or SASL support yet, and refuses to start rather \
-         than serve such a listener as unauthenticated plaintext; use PLAINTEXT listeners (on a \
-         trusted network only) or remove these",
+        "kastle cannot serve {}: it has no TLS support yet, and refuses to start rather \
+         than serve such a listener as unauthenticated plaintext; use PLAINTEXT (on a trusted \
+         network only) or SASL_PLAINTEXT listeners, or remove these",
         .listeners.join("; ")
     )]
     UnservedProtocol {
@@ -65,6 +65,11 @@ pub enum ConfigError {
         /// --override) with security protocol SSL (mapped by listener.security.protocol.map, ...)`.
         listeners: Vec<String>,
     },
+
+    /// A SASL listener or the inter-broker SASL login that kastle cannot serve as configured
+    /// (an unserved mechanism, PLAIN without users, no inter-broker login).
+    #[error("SASL is not served as configured: \"{key}\": {reason}")]
+    Sasl { key: String, reason: String },
 
     /// A required key with no default was not set anywhere.
     #[error(

@@ -28,14 +28,14 @@ impl SecurityProtocol {
         }
     }
 
-    /// Whether kastle can serve a listener of this protocol. kastle has no TLS and no SASL yet,
-    /// so only `PLAINTEXT` is served; a listener of any other protocol is refused at start-up
-    /// rather than served as unauthenticated plaintext. No wildcard arm: a new protocol must be
-    /// marked served (or not) here explicitly.
+    /// Whether kastle can serve a listener of this protocol: `PLAINTEXT`, and `SASL_PLAINTEXT`
+    /// (authenticated by `network::authentication`). TLS is not served yet, so `SSL` and
+    /// `SASL_SSL` are refused at start-up rather than served as plaintext. No wildcard arm: a
+    /// new protocol must be marked served (or not) here explicitly.
     pub fn is_served(self) -> bool {
         match self {
-            SecurityProtocol::Plaintext => true,
-            SecurityProtocol::Ssl | SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => false,
+            SecurityProtocol::Plaintext | SecurityProtocol::SaslPlaintext => true,
+            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => false,
         }
     }
 }

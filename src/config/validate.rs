@@ -139,7 +139,7 @@ pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
     let default_replication_factor =
         i16::try_from(replication).map_err(|_| v.invalid("default.replication.factor", "a value in [1, 32767]"))?;
 
-    Ok(KafkaConfig {
+    let config = KafkaConfig {
         broker_id,
         broker_id_generation_enable,
         reserved_broker_max_id,
@@ -158,7 +158,22 @@ pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
         inter_broker_protocol_version: v.str("inter.broker.protocol.version")?.to_string(),
         metrics_listener: v.opt_str("metrics.listener").map(str::to_string),
         entries,
-    })
+    };
+    check_sasl(&config)?;
+    Ok(config)
+}
+
+/// Every SASL listener serves only mechanisms kastle has, each configured (PLAIN with users),
+/// and the inter-broker login is complete (`security::sasl::config`).
+fn check_sasl(config: &KafkaConfig) -> Result<(), ConfigError> {
+    use crate::security::sasl::config as sasl;
+    let to_error = |e: sasl::SaslConfigError| ConfigError::Sasl {
+        key: e.key,
+        reason: e.reason,
+    };
+    sasl::sasl_listeners(config, &crate::security::sasl::credentials::CredentialCache::new()).map_err(to_error)?;
+    sasl::inter_broker_client(config).map_err(to_error)?;
+    Ok(())
 }
 
 fn millis(ms: i32) -> Duration {

@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 
+use super::authentication::SaslListeners;
 use super::connection::{Connection, ServerState};
 use super::connection_quotas::ConnectionQuotas;
 use super::handler::RequestHandler;
@@ -31,6 +32,8 @@ pub struct NetworkConfig {
     pub max_connections_per_ip: usize,
     /// kastle only: how long [`SocketServer::shutdown`] lets in-flight requests finish.
     pub shutdown_grace: Duration,
+    /// The SASL listeners' settings; a listener not in it does not authenticate.
+    pub sasl: SaslListeners,
 }
 
 impl Default for NetworkConfig {
@@ -41,6 +44,7 @@ impl Default for NetworkConfig {
             max_connections: i32::MAX as usize,
             max_connections_per_ip: i32::MAX as usize,
             shutdown_grace: Duration::from_secs(30),
+            sasl: SaslListeners::default(),
         }
     }
 }
@@ -201,6 +205,7 @@ impl<H: RequestHandler> Acceptor<H> {
             Arc::clone(&self.handler),
             self.config.socket_request_max_bytes,
             self.config.connections_max_idle,
+            self.config.sasl.0.get(&self.name).cloned(),
         );
         let state = self.state.clone();
         let task_token = self.task_token.clone();

@@ -5,5 +5,6 @@
 
 pub mod jaas;
 mod principal;
+pub mod sasl;
 
 pub use principal::{KafkaPrincipal, PrincipalParseError};

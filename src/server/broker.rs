@@ -47,6 +47,9 @@ pub enum BrokerError {
     BrokerIdUnset,
     #[error(transparent)]
     Bind(#[from] BindError),
+    /// A SASL listener kastle cannot serve (config validation normally catches it first).
+    #[error(transparent)]
+    Sasl(#[from] crate::security::sasl::config::SaslConfigError),
 }
 
 fn describe_offline(offline: &[(PathBuf, String)]) -> String {
@@ -213,11 +216,24 @@ async fn start_registered(
     )
     .await;
     let _ = apis.controller.set(controller.clone());
+    // SASL: the SCRAM credentials from /config/users before serving, kept current after.
+    let credentials = crate::security::sasl::credentials::CredentialCache::new();
+    crate::security::sasl::credentials::load(&zk, &credentials).await?;
+    tasks.push(tokio::spawn(crate::security::sasl::credentials::run(
+        zk.clone(),
+        credentials.clone(),
+        stop_rx.clone(),
+    )));
+    let mut network = network_config(config);
+    network.sasl = crate::network::authentication::SaslListeners(crate::security::sasl::config::sasl_listeners(
+        config,
+        &credentials,
+    )?);
     // Like Kafka, requests are served only once the broker is registered.
     let server = SocketServer::start_with_quotas(
         bound.into_iter().map(listeners::BoundListener::into_parts).collect(),
         apis.clone(),
-        network_config(config),
+        network,
         connection_quotas,
     );
     // Replication: leaders' ISR writes, the state-znode safety net, the ISR expiry check.
