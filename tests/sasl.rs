@@ -165,7 +165,6 @@ fn python_client(script: &str, args: &[&str]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "kcat -L over SASL_PLAINTEXT PLAIN does not log in yet (cause not found before the deadline)"]
 async fn kcat_confluent_kafka_and_kafka_python_produce_and_consume_with_plain_and_scram() {
     let chroot = unique_chroot("sasl-clients");
     let zk = zookeeper().session(&chroot).await;

@@ -174,7 +174,11 @@ impl ScramServerFirst {
             .next()
             .and_then(|a| a.strip_prefix("r="))
             .ok_or_else(|| bad("expected r=<nonce>"))?;
-        if nonce != self.nonce {
+        // Kafka's ScramSaslServer accepts a client-final nonce that *ends with* the combined
+        // nonce, and clients rely on it: librdkafka 2.0 sends its own nonce followed by the whole
+        // server-first `r=` value. The random server part is still required, so a replayed
+        // exchange still fails.
+        if !nonce.ends_with(&self.nonce) {
             return Err(bad("nonce mismatch"));
         }
         let proof = B64.decode(proof).map_err(|_| bad("proof is not base64"))?;
@@ -289,5 +293,30 @@ mod tests {
         let (client, client_final) = client.client_final(&server_first).expect("client final");
         let (_, server_final) = server.finish(&client_final).expect("authenticated");
         client.verify_server_final(&server_final).expect("server verified");
+    }
+
+    #[test]
+    fn librdkafkas_client_final_with_its_nonce_prefixed_is_accepted_as_kafka_accepts_it() {
+        // librdkafka 2.0 sends `r=<client nonce><server-first r=>` and signs exactly that.
+        let m = ScramMechanism::Sha256;
+        let cred = ScramCredential::generate(m, "scram-secret", b"salt".to_vec(), 4096);
+        let client_first = "n,,n=scrammer,r=pXPj7a@U:W<Ui?kX4rV3=fa";
+        let first = parse_client_first(client_first).expect("first");
+        let (server, server_first) = ScramServerFirst::start(m, &first, Some(cred), "SKwGpedcd0").expect("first");
+        let combined = server_first
+            .split(',')
+            .next()
+            .and_then(|r| r.strip_prefix("r="))
+            .expect("nonce");
+        let without_proof = format!("c=biws,r=pXPj7a@U:W<Ui?kX4rV3=fa{combined}");
+        let salted = m.salted_password("scram-secret", b"salt", 4096);
+        let client_key = m.hmac(&salted, b"Client Key");
+        let auth_message = format!("{},{server_first},{without_proof}", &client_first[3..]);
+        let signature = m.hmac(&m.hash(&client_key), auth_message.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+        let (user, _) = server
+            .finish(&format!("{without_proof},p={}", B64.encode(proof)))
+            .expect("accepted, as Kafka's endsWith check accepts it");
+        assert_eq!(user, "scrammer");
     }
 }
