@@ -124,10 +124,10 @@ static KEYS: &[ConfigKey] = &[
     n("zookeeper.clientCnxnSocket", Str, NO, "ZooKeeper client socket class; kastle accepts only org.apache.zookeeper.ClientCnxnSocketNetty (what Kafka requires with TLS) or null."),
     n("zookeeper.ssl.keystore.location", Str, NO, "Keystore for TLS client certificates to ZooKeeper (unused until kastle serves TLS to ZooKeeper)."),
     n("zookeeper.ssl.keystore.password", Password, NO, "Password of zookeeper.ssl.keystore.location."),
-    n("zookeeper.ssl.keystore.type", Str, OneOf(&["PEM", "PKCS12"]), "Keystore type, PEM or PKCS12; null means detect from the file name."),
+    n("zookeeper.ssl.keystore.type", Str, NO, "Keystore type, PEM or PKCS12; null means detect from the file name."),
     n("zookeeper.ssl.truststore.location", Str, NO, "Truststore for TLS to ZooKeeper (unused until kastle serves TLS to ZooKeeper)."),
     n("zookeeper.ssl.truststore.password", Password, NO, "Password of zookeeper.ssl.truststore.location."),
-    n("zookeeper.ssl.truststore.type", Str, OneOf(&["PEM", "PKCS12"]), "Truststore type, PEM or PKCS12; null means detect from the file name."),
+    n("zookeeper.ssl.truststore.type", Str, NO, "Truststore type, PEM or PKCS12; null means detect from the file name."),
     k("zookeeper.ssl.protocol", Str, "TLSv1.2", OneOf(&["TLSv1.2", "TLSv1.3"]), "TLS protocol for ZooKeeper connections (TLSv1.2 or TLSv1.3)."),
     n("zookeeper.ssl.enabled.protocols", List, EachOf(&["TLSv1.2", "TLSv1.3"]), "Enabled TLS protocols for ZooKeeper; null means zookeeper.ssl.protocol."),
     n("zookeeper.ssl.cipher.suites", List, NO, "Enabled TLS cipher suites for ZooKeeper; null means the runtime's."),
@@ -157,6 +157,9 @@ static KEYS: &[ConfigKey] = &[
     k("principal.builder.class", Class, "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", NO, "The fully qualified name of a class that implements the KafkaPrincipalBuilder interface, which is used to build the KafkaPrincipal object used during authorization. If no principal builder is defined, the default behavior depends on the security protocol in use. For SSL authentication, the principal will be derived using the rules defined by <code>ssl.principal.mapping.rules</code> applied on the distinguished name from the client certificate if one is provided; otherwise, if client authentication is not required, the principal name will be ANONYMOUS. For SASL authentication, the principal will be derived using the rules defined by <code>sasl.kerberos.principal.to.local.rules</code> if GSSAPI is in use, and the SASL authentication ID for other mechanisms. For PLAINTEXT, the principal will be ANONYMOUS."),
     k("sasl.enabled.mechanisms", List, "GSSAPI", NO, "The list of SASL mechanisms enabled in the Kafka server. The list may contain any mechanism for which a security provider is available. Only GSSAPI is enabled by default."),
     k("sasl.mechanism.inter.broker.protocol", Str, "GSSAPI", NO, "SASL mechanism used for inter-broker communication. Default is GSSAPI."),
+    k("connection.failed.authentication.delay.ms", Int, "100", AtLeast(0), ""),
+    k("connections.max.reauth.ms", Long, "0", NO, "When explicitly set to a positive number (the default is 0, not a positive number), a session lifetime that will not exceed the configured value will be communicated to v2.2.0 or later clients when they authenticate. The broker will disconnect any such connection that is not re-authenticated within the session lifetime and that is then subsequently used for any purpose other than re-authentication. Configuration names can optionally be prefixed with listener prefix and SASL mechanism name in lower-case. For example, listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms=3600000"),
+    n("sasl.jaas.config", Password, NO, "JAAS login context parameters for SASL connections in the format used by JAAS configuration files. JAAS configuration file format is described <a href=\"https://docs.oracle.com/javase/8/docs/technotes/guides/security/jgss/tutorials/LoginConfigFile.html\">here</a>. The format for the value is: <code>loginModuleClass controlFlag (optionName=optionValue)*;</code>. For brokers, the config must be prefixed with listener prefix and SASL mechanism name in lower-case. For example, listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=com.example.ScramLoginModule required;"),
     n("sasl.kerberos.service.name", Str, NO, "The Kerberos principal name that Kafka runs as. This can be defined either in Kafka's JAAS config or in Kafka's config."),
     n("ssl.keystore.location", Str, NO, "The location of the key store file. This is optional for client and can be used for two-way authentication for client."),
     n("ssl.keystore.password", Password, NO, "The store password for the key store file. This is optional for client and only needed if 'ssl.keystore.location' is configured. Key store password is not supported for PEM format."),
@@ -322,7 +325,9 @@ pub(crate) static USED: &[&str] = &[
     "broker.id.generation.enable",
     "broker.rack",
     "compression.type",
+    "connection.failed.authentication.delay.ms",
     "connections.max.idle.ms",
+    "connections.max.reauth.ms",
     "controlled.shutdown.enable",
     "controlled.shutdown.max.retries",
     "controlled.shutdown.retry.backoff.ms",
@@ -397,8 +402,21 @@ pub(crate) static USED: &[&str] = &[
     "replica.lag.time.max.ms",
     "replica.socket.timeout.ms",
     "reserved.broker.max.id",
+    "sasl.enabled.mechanisms",
+    "sasl.jaas.config",
+    "sasl.mechanism.inter.broker.protocol",
     "security.inter.broker.protocol",
     "socket.request.max.bytes",
+    "ssl.cipher.suites",
+    "ssl.client.auth",
+    "ssl.enabled.protocols",
+    "ssl.key.password",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.type",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.type",
     "super.users",
     "unclean.leader.election.enable",
     "zookeeper.clientCnxnSocket",
@@ -516,7 +534,7 @@ mod tests {
             assert!(KEYS.iter().any(|d| d.name == *name), "{name}");
         }
         assert!(is_used("log.retention.hours"));
-        assert!(!is_used("ssl.keystore.location"));
+        assert!(is_used("ssl.keystore.location"));
         assert!(!is_used("remote.log.storage.system.enable"));
     }
 

@@ -52,12 +52,12 @@ pub enum ConfigError {
     },
 
     /// Listeners (or the inter-broker protocol) whose security protocol kastle cannot serve:
-    /// kastle has no SASL yet, and refuses to start rather than serve such a listener as
-    /// unauthenticated plaintext.
+    /// kastle serves PLAINTEXT, SSL and SASL_PLAINTEXT; SASL_SSL is refused at start-up rather
+    /// than served with one of its two layers missing.
     #[error(
-        "kastle cannot serve {}: it has no SASL support yet, and refuses to start rather \
-         than serve such a listener unauthenticated; use PLAINTEXT (on a trusted network only) \
-         or SSL listeners, or remove these",
+        "kastle cannot serve {}: SASL over TLS is not served yet, and kastle refuses to start \
+         rather than serve such a listener with less security than it names; use PLAINTEXT (on \
+         a trusted network only), SSL or SASL_PLAINTEXT listeners, or remove these",
         .listeners.join("; ")
     )]
     UnservedProtocol {
@@ -69,6 +69,11 @@ pub enum ConfigError {
     /// An SSL listener whose TLS settings cannot work (no keystore, a bad `ssl.*` value).
     #[error("cannot serve SSL listener \"{listener}\": {problem}")]
     TlsListener { listener: String, problem: String },
+
+    /// A SASL listener or the inter-broker SASL login that kastle cannot serve as configured
+    /// (an unserved mechanism, PLAIN without users, no inter-broker login).
+    #[error("SASL is not served as configured: \"{key}\": {reason}")]
+    Sasl { key: String, reason: String },
 
     /// A required key with no default was not set anywhere.
     #[error(

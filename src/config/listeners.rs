@@ -28,14 +28,14 @@ impl SecurityProtocol {
         }
     }
 
-    /// Whether kastle can serve a listener of this protocol. kastle has no SASL yet, so
-    /// `PLAINTEXT` and `SSL` are served; a listener of any other protocol is refused at start-up
-    /// rather than served unauthenticated. No wildcard arm: a new protocol must be marked
-    /// served (or not) here explicitly.
+    /// Whether kastle can serve a listener of this protocol: `PLAINTEXT`, `SSL` (rustls,
+    /// `security::tls`) and `SASL_PLAINTEXT` (`network::authentication`). `SASL_SSL` is refused at
+    /// start-up rather than served with one layer missing. No wildcard arm: a new protocol must
+    /// be marked served (or not) here explicitly.
     pub fn is_served(self) -> bool {
         match self {
-            SecurityProtocol::Plaintext | SecurityProtocol::Ssl => true,
-            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => false,
+            SecurityProtocol::Plaintext | SecurityProtocol::Ssl | SecurityProtocol::SaslPlaintext => true,
+            SecurityProtocol::SaslSsl => false,
         }
     }
 }

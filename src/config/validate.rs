@@ -145,7 +145,7 @@ pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
     let authorizer_enabled = authorizer(&v)?;
     let super_users = super_users(&v)?;
 
-    Ok(KafkaConfig {
+    let config = KafkaConfig {
         authorizer_enabled,
         super_users,
         allow_everyone_if_no_acl_found: v.bool("allow.everyone.if.no.acl.found")?,
@@ -168,7 +168,22 @@ pub(crate) fn build(entries: Entries) -> Result<KafkaConfig, ConfigError> {
         metrics_listener: v.opt_str("metrics.listener").map(str::to_string),
         zookeeper_security,
         entries,
-    })
+    };
+    check_sasl(&config)?;
+    Ok(config)
+}
+
+/// Every SASL listener serves only mechanisms kastle has, each configured (PLAIN with users),
+/// and the inter-broker login is complete (`security::sasl::config`).
+fn check_sasl(config: &KafkaConfig) -> Result<(), ConfigError> {
+    use crate::security::sasl::config as sasl;
+    let to_error = |e: sasl::SaslConfigError| ConfigError::Sasl {
+        key: e.key,
+        reason: e.reason,
+    };
+    sasl::sasl_listeners(config, &crate::security::sasl::credentials::CredentialCache::new()).map_err(to_error)?;
+    sasl::inter_broker_client(config).map_err(to_error)?;
+    Ok(())
 }
 
 const ZK_SET_ACL: &str = "zookeeper.set.acl";
@@ -179,6 +194,8 @@ const ZK_SASL_CLIENT: &str = "zookeeper.sasl.client";
 const ZK_SASL_SECTION: &str = "zookeeper.sasl.clientconfig";
 /// The one client socket class kastle's ZooKeeper client stands in for (Kafka needs it for TLS).
 pub(crate) const ZK_NETTY_SOCKET: &str = "org.apache.zookeeper.ClientCnxnSocketNetty";
+/// ZooKeeper's default socket class, which Kafka's configs often name; kastle's client is either.
+const ZK_NIO_SOCKET: &str = "org.apache.zookeeper.ClientCnxnSocketNIO";
 
 /// The `zookeeper.*` security keys, checked: TLS to ZooKeeper is refused (not served), SASL needs
 /// a JAAS file, and `zookeeper.set.acl` needs an authenticated session (Kafka's `SecurityException`
@@ -192,9 +209,19 @@ fn zk_security(v: &View) -> Result<ZkClientSecurity, ConfigError> {
              (zookeeper.sasl.jaas.config.file) on a trusted network",
         ));
     }
-    if let Some(socket) = v.opt_str(ZK_CNXN_SOCKET) {
-        if socket != ZK_NETTY_SOCKET {
-            return Err(v.invalid(ZK_CNXN_SOCKET, format!("{ZK_NETTY_SOCKET} (or unset)")));
+    if let Some(socket) = v.opt_str(ZK_CNXN_SOCKET).filter(|s| !s.trim().is_empty()) {
+        if socket != ZK_NETTY_SOCKET && socket != ZK_NIO_SOCKET {
+            return Err(v.invalid(ZK_CNXN_SOCKET, format!("{ZK_NETTY_SOCKET}, {ZK_NIO_SOCKET} or unset")));
+        }
+    }
+    for key in ["zookeeper.ssl.keystore.type", "zookeeper.ssl.truststore.type"] {
+        if let Some(t) = v.opt_str(key).filter(|t| !t.trim().is_empty()) {
+            if !["PEM", "PKCS12"].contains(&t.trim().to_ascii_uppercase().as_str()) {
+                return Err(v.invalid(
+                    key,
+                    "PEM or PKCS12 (convert a JKS store with keytool -importkeystore -deststoretype PKCS12)",
+                ));
+            }
         }
     }
     let jaas_file = v.opt_str(ZK_JAAS_FILE).map(PathBuf::from);
@@ -587,20 +614,18 @@ mod zk_security_tests {
     }
 
     #[test]
-    fn only_the_netty_socket_class_is_accepted() {
-        load(&[(
-            "zookeeper.clientCnxnSocket",
-            "org.apache.zookeeper.ClientCnxnSocketNetty",
-        )])
-        .expect("netty");
-        let e = load(&[("zookeeper.clientCnxnSocket", "org.apache.zookeeper.ClientCnxnSocketNIO")]).expect_err("nio");
+    fn only_zookeepers_socket_classes_are_accepted() {
+        for class in ["ClientCnxnSocketNetty", "ClientCnxnSocketNIO"] {
+            load(&[("zookeeper.clientCnxnSocket", &format!("org.apache.zookeeper.{class}"))]).expect(class);
+        }
+        let e = load(&[("zookeeper.clientCnxnSocket", "com.example.Socket")]).expect_err("unknown");
         assert!(e.to_string().contains("ClientCnxnSocketNetty"), "{e}");
     }
 
     #[test]
     fn jks_stores_are_refused() {
         let e = load(&[("zookeeper.ssl.keystore.type", "JKS")]).expect_err("jks");
-        assert!(e.to_string().contains("PEM, PKCS12"), "{e}");
+        assert!(e.to_string().contains("PEM or PKCS12"), "{e}");
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 5),
+    // Answered by the connection (`network::authentication`), on every listener as Kafka does.
+    (ApiKey::SaslHandshake, 0, 1),
     // Kafka 3.9 has ApiVersions 0-4, which is also the codec's maximum.
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 0, 7),
@@ -47,6 +49,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 0, 3),
     (ApiKey::DescribeConfigs, 0, 4),
     (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::ElectLeaders, 0, 2),

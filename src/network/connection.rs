@@ -31,7 +31,9 @@ use tracing::{debug, warn};
 use super::api_versions::{
     answer_api_versions, error_name, is_supported, unsupported_version_response, UNSUPPORTED_VERSION,
 };
+use super::authentication::{self, Authenticator};
 use super::handler::{PendingResponse, Reply, RequestContext, RequestHandler};
+use crate::security::sasl::config::ListenerSasl;
 use crate::security::KafkaPrincipal;
 
 /// Where the socket server is in its life; connections watch it to know when to stop.
@@ -78,6 +80,8 @@ pub enum ConnectionError {
     },
     #[error("{api_key:?} v{api_version} is not a version we serve, and its response cannot carry the error")]
     UnsupportedVersion { api_key: ApiKey, api_version: i16 },
+    #[error("SASL authentication: {reason}")]
+    Authentication { reason: String },
     #[error("the handler's {api_key:?} v{api_version} response cannot be encoded: {reason}")]
     UnencodableResponse {
         api_key: ApiKey,
@@ -89,7 +93,11 @@ pub enum ConnectionError {
 impl ConnectionError {
     /// Ordinary network weather (resets, idleness) rather than a peer breaking the protocol.
     fn is_routine(&self) -> bool {
-        matches!(self, Self::Io { .. } | Self::Idle { .. } | Self::Truncated { .. })
+        // Failed logins are routine too: a password-guessing storm must not flood the log.
+        matches!(
+            self,
+            Self::Io { .. } | Self::Idle { .. } | Self::Truncated { .. } | Self::Authentication { .. }
+        )
     }
 }
 
@@ -117,6 +125,8 @@ pub(crate) struct Connection<H, R = OwnedReadHalf, W = OwnedWriteHalf> {
     max_request_bytes: usize,
     /// `connections.max.idle.ms`: how long a read or write may make no progress.
     idle: Duration,
+    /// The SASL exchange, on a SASL listener (see [`authentication`]).
+    authenticator: Option<Authenticator>,
 }
 
 impl<H: RequestHandler> Connection<H> {
@@ -127,6 +137,7 @@ impl<H: RequestHandler> Connection<H> {
         handler: Arc<H>,
         max_request_bytes: usize,
         idle: Duration,
+        sasl: Option<Arc<ListenerSasl>>,
     ) -> Self {
         let (reader, writer) = stream.into_split();
         let principal = Arc::new(KafkaPrincipal::anonymous());
@@ -140,6 +151,7 @@ impl<H: RequestHandler> Connection<H> {
             max_request_bytes,
             idle,
         )
+        .with_sasl(sasl)
     }
 }
 
@@ -169,7 +181,14 @@ where
             handler,
             max_request_bytes,
             idle,
+            authenticator: None,
         }
+    }
+
+    /// On a SASL listener: authenticate before serving anything else (see [`authentication`]).
+    pub(crate) fn with_sasl(mut self, sasl: Option<Arc<ListenerSasl>>) -> Self {
+        self.authenticator = sasl.map(Authenticator::new);
+        self
     }
 
     /// Serves requests until the peer leaves, a request is bad, or the server shuts down.
@@ -184,6 +203,17 @@ where
     }
 
     async fn serve(&mut self, state: &mut watch::Receiver<ServerState>) -> Result<Ended, ConnectionError> {
+        // SASL listeners: authenticate before serving anything else.
+        if let Some(auth) = self.authenticator.as_mut() {
+            tokio::select! {
+                biased;
+                () = reached(state, ServerState::Draining) => return Ok(Ended::ServerShutdown),
+                done = authentication::authenticate(auth, &mut self.reader, &mut self.writer, self.idle) => done?,
+            }
+            if let Some(principal) = auth.principal() {
+                self.principal = Arc::new(principal.clone());
+            }
+        }
         let (queue, responses) = mpsc::channel(MAX_PENDING_RESPONSES);
         let requests = Requests {
             reader: &mut self.reader,
@@ -193,6 +223,7 @@ where
             handler: &self.handler,
             max_request_bytes: self.max_request_bytes,
             idle: self.idle,
+            authenticator: self.authenticator.as_mut(),
         };
         let reading = requests.run(state.clone(), queue);
         let writing = write_responses(&mut self.writer, responses, self.idle);
@@ -271,6 +302,7 @@ struct Requests<'a, H, R> {
     handler: &'a Arc<H>,
     max_request_bytes: usize,
     idle: Duration,
+    authenticator: Option<&'a mut Authenticator>,
 }
 
 impl<H: RequestHandler, R: AsyncRead + Unpin> Requests<'_, H, R> {
@@ -308,6 +340,11 @@ impl<H: RequestHandler, R: AsyncRead + Unpin> Requests<'_, H, R> {
             }
         })?;
         let correlation_id = header.correlation_id;
+        if let Some(response) =
+            authentication::intercept(self.authenticator.as_deref_mut(), api_key, api_version, &mut frame)?
+        {
+            return encode_response(api_key, correlation_id, &response, api_version).map(|b| Some(Outgoing::Ready(b)));
+        }
 
         let (response, encode_at) = if api_key == ApiKey::ApiVersions {
             let (response, encode_at) = api_versions_answer(&mut frame, api_version)?;
@@ -352,7 +389,7 @@ impl<H: RequestHandler, R: AsyncRead + Unpin> Requests<'_, H, R> {
 
 /// Writes `chunks` back to back with vectored writes: a fetch response's record data goes from
 /// the buffer the log read it into straight to the socket.
-async fn write_all_chunks<W: AsyncWrite + Unpin>(writer: &mut W, chunks: &[Bytes]) -> std::io::Result<()> {
+pub(super) async fn write_all_chunks<W: AsyncWrite + Unpin>(writer: &mut W, chunks: &[Bytes]) -> std::io::Result<()> {
     let mut slices: Vec<IoSlice<'_>> = chunks.iter().map(|c| IoSlice::new(c)).collect();
     let mut rest = &mut slices[..];
     while !rest.is_empty() {
@@ -367,7 +404,7 @@ async fn write_all_chunks<W: AsyncWrite + Unpin>(writer: &mut W, chunks: &[Bytes
 
 /// ApiVersions is answered here, not by the handler (as Kafka's network layer intercepts it
 /// for KIP-511). An unsupported version's body is not parsed: its layout is unknown.
-fn api_versions_answer(body: &mut Bytes, api_version: i16) -> Result<(ResponseKind, i16), ConnectionError> {
+pub(super) fn api_versions_answer(body: &mut Bytes, api_version: i16) -> Result<(ResponseKind, i16), ConnectionError> {
     let api_key = ApiKey::ApiVersions;
     let request = if is_supported(api_key, api_version) {
         Some(ApiVersionsRequest::decode(body, api_version).map_err(undecodable(api_key, api_version))?)
@@ -456,7 +493,7 @@ async fn with_idle_limit<T>(
 }
 
 /// The API key and version every request header starts with.
-fn peek_api(frame: &[u8]) -> Result<(ApiKey, i16), ConnectionError> {
+pub(super) fn peek_api(frame: &[u8]) -> Result<(ApiKey, i16), ConnectionError> {
     let [k0, k1, v0, v1, ..] = *frame else {
         return Err(ConnectionError::NoHeader { len: frame.len() });
     };
@@ -473,7 +510,7 @@ const MIN_SHARED_BYTES: usize = 4096;
 /// write: the copied parts in one buffer sized up front from `compute_size`, and each large
 /// `Bytes` field (a fetch's records) as its own chunk, referenced, not copied. The chunks back
 /// to back are the frame.
-fn encode_response(
+pub(super) fn encode_response(
     api_key: ApiKey,
     correlation_id: i32,
     response: &ResponseKind,

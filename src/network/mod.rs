@@ -7,9 +7,11 @@
 //! | [`api_versions`] | the table of supported API versions and the answers derived from it |
 //! | [`socket_server`] | accept loops, connection limits, graceful shutdown |
 //! | [`connection`] | one connection: framing, header and body decoding, in-order request handling and responses |
+//! | [`authentication`] | the per-connection SASL exchange (SaslHandshake, SaslAuthenticate, re-authentication) on SASL listeners |
 //! | [`connection_quotas`] | `max.connections` / `max.connections.per.ip` counting |
 
 pub mod api_versions;
+pub mod authentication;
 pub mod connection;
 pub mod connection_quotas;
 pub mod handler;

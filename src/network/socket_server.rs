@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 
+use super::authentication::SaslListeners;
 use super::connection::{Connection, ServerState};
 use super::connection_quotas::ConnectionQuotas;
 use super::handler::RequestHandler;
@@ -34,6 +35,8 @@ pub struct NetworkConfig {
     pub shutdown_grace: Duration,
     /// kastle only: how long a TLS client may take to finish its handshake.
     pub tls_handshake_timeout: Duration,
+    /// The SASL listeners' settings; a listener not in it does not authenticate.
+    pub sasl: SaslListeners,
 }
 
 /// A bound listener for the socket server: its name, socket and, for an SSL listener, its TLS
@@ -54,6 +57,7 @@ impl Default for NetworkConfig {
             max_connections_per_ip: i32::MAX as usize,
             shutdown_grace: Duration::from_secs(30),
             tls_handshake_timeout: Duration::from_secs(10),
+            sasl: SaslListeners::default(),
         }
     }
 }
@@ -248,6 +252,7 @@ impl<H: RequestHandler> Acceptor<H> {
             Arc::clone(&self.handler),
             self.config.socket_request_max_bytes,
             self.config.connections_max_idle,
+            self.config.sasl.0.get(&self.name).cloned(),
         );
         tokio::spawn(async move {
             let _permit = permit;

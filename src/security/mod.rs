@@ -6,6 +6,7 @@
 pub mod authorizer;
 pub mod jaas;
 mod principal;
+pub mod sasl;
 pub mod tls;
 
 pub use principal::{KafkaPrincipal, PrincipalParseError};

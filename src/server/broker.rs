@@ -52,6 +52,9 @@ pub enum BrokerError {
     Bind(#[from] BindError),
     #[error(transparent)]
     ListenerTls(#[from] listeners::ListenerTlsError),
+    /// A SASL listener kastle cannot serve (config validation normally catches it first).
+    #[error(transparent)]
+    Sasl(#[from] crate::security::sasl::config::SaslConfigError),
 }
 
 fn describe_offline(offline: &[(PathBuf, String)]) -> String {
@@ -244,11 +247,24 @@ async fn start_registered(
     )
     .await;
     let _ = apis.controller.set(controller.clone());
+    // SASL: the SCRAM credentials from /config/users before serving, kept current after.
+    let credentials = crate::security::sasl::credentials::CredentialCache::new();
+    crate::security::sasl::credentials::load(&zk, &credentials).await?;
+    tasks.push(tokio::spawn(crate::security::sasl::credentials::run(
+        zk.clone(),
+        credentials.clone(),
+        stop_rx.clone(),
+    )));
+    let mut network = network_config(config);
+    network.sasl = crate::network::authentication::SaslListeners(crate::security::sasl::config::sasl_listeners(
+        config,
+        &credentials,
+    )?);
     // Like Kafka, requests are served only once the broker is registered.
     let server = SocketServer::start_listeners(
         bound.into_iter().map(|b| b.into_served(&tls_servers)).collect(),
         apis.clone(),
-        network_config(config),
+        network,
         connection_quotas,
     );
     // Replication: leaders' ISR writes, the state-znode safety net, the ISR expiry check.
