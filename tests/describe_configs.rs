@@ -308,7 +308,9 @@ async fn a_server_properties_with_every_kafka_3_9_broker_key_starts_a_broker_wit
         .filter(|l| l.contains("accepted, not used by kastle: "))
         .collect();
     assert_eq!(warnings.len(), 1, "{log}");
-    assert!(warnings[0].contains("remote.log.storage.system.enable") && warnings[0].contains("sasl.jaas.config"));
+    assert!(
+        warnings[0].contains("remote.log.storage.system.enable") && warnings[0].contains("sasl.kerberos.service.name")
+    );
 }
 
 struct KillOnDrop(std::sync::Mutex<std::process::Child>);

@@ -257,10 +257,19 @@ async fn remove(admin: &Admin, a: &AclsArgs, pattern_type: PatternType) -> CliRe
     Ok(())
 }
 
+/// A DescribeAcls request whose name, principal and host filters are null (match anything);
+/// the codec's default is the empty string, which matches only things named "".
+fn describe_request() -> DescribeAclsRequest {
+    DescribeAclsRequest::default()
+        .with_resource_name_filter(None)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+}
+
 async fn list(admin: &Admin, a: &AclsArgs, pattern_type: PatternType) -> CliResult<()> {
     let named = resources(a, pattern_type);
     let requests: Vec<DescribeAclsRequest> = if named.is_empty() {
-        vec![DescribeAclsRequest::default()
+        vec![describe_request()
             .with_resource_type_filter(ResourceType::Any.code())
             .with_pattern_type_filter(PatternType::Any.code())
             .with_operation(AclOperation::Any.code())
@@ -269,7 +278,7 @@ async fn list(admin: &Admin, a: &AclsArgs, pattern_type: PatternType) -> CliResu
         named
             .iter()
             .map(|r| {
-                DescribeAclsRequest::default()
+                describe_request()
                     .with_resource_type_filter(r.resource_type.code())
                     .with_resource_name_filter(Some(str_bytes(&r.name)))
                     .with_pattern_type_filter(pattern_type.code())

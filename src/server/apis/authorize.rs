@@ -132,6 +132,23 @@ impl KafkaApis {
         (!self.authorized_group(ctx, op, group)).then_some(GROUP_AUTHORIZATION_FAILED)
     }
 
+    /// A config resource's check, as Kafka's `authorizeConfigResource`: a topic by its own ACLs,
+    /// a broker (or the broker-wide default, or a broker logger) by the cluster's.
+    pub(crate) fn config_resource_denied(
+        &self,
+        ctx: &RequestContext,
+        op: AclOperation,
+        resource_type: i8,
+        name: &str,
+    ) -> Option<i16> {
+        const TOPIC: i8 = 2;
+        if resource_type == TOPIC {
+            self.topic_denied(ctx, op, name)
+        } else {
+            self.cluster_denied(ctx, op)
+        }
+    }
+
     /// `None` when allowed, else CLUSTER_AUTHORIZATION_FAILED.
     pub(crate) fn cluster_denied(&self, ctx: &RequestContext, op: AclOperation) -> Option<i16> {
         (!self.authorized_cluster(ctx, op)).then_some(CLUSTER_AUTHORIZATION_FAILED)

@@ -28,7 +28,7 @@ pub(super) struct Refusal {
 }
 
 impl Refusal {
-    fn new(code: i16, message: impl Into<String>) -> Self {
+    pub(super) fn new(code: i16, message: impl Into<String>) -> Self {
         Refusal {
             code,
             message: message.into(),

@@ -13,7 +13,7 @@ use crate::protocol::error_codes::NOT_CONTROLLER;
 
 pub(super) async fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let controller = apis.controller.get().filter(|c| c.is_active());
@@ -21,9 +21,11 @@ pub(super) async fn handle(
     let mut waiting = Vec::new();
     for topic in request.topics {
         let name = topic.name.0.to_string();
-        let code = match controller {
-            None => NOT_CONTROLLER,
-            Some(c) => {
+        let denied = apis.topic_denied(ctx, crate::security::authorizer::acl::AclOperation::Alter, &name);
+        let code = match (denied, controller) {
+            (Some(code), _) => code,
+            (None, None) => NOT_CONTROLLER,
+            (None, Some(c)) => {
                 let assignment = topic.assignments.map(|a| {
                     a.into_iter()
                         .map(|x| x.broker_ids.into_iter().map(|b| BrokerId(b.0)).collect())

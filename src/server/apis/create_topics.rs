@@ -32,6 +32,11 @@ pub(super) async fn handle(
                 ec::NOT_CONTROLLER,
                 Some("this broker is not the active controller".to_owned()),
             ))
+        } else if !apis.may_create_topic(ctx, &name) {
+            Err((
+                super::authorize::TOPIC_AUTHORIZATION_FAILED,
+                Some("Authorization failed.".to_owned()),
+            ))
         } else {
             let assignment = (!topic.assignments.is_empty()).then(|| {
                 topic

@@ -14,6 +14,7 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::KafkaApis;
 use crate::coordinator::group::OFFSETS_TOPIC;
+use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
 use crate::replica::delete_records::{DeleteRecordsOutcome, IsAlive, INVALID_LOW_WATERMARK};
 use crate::types::TopicPartition;
@@ -23,18 +24,25 @@ fn is_internal(topic: &str) -> bool {
     topic == OFFSETS_TOPIC || topic == "__transaction_state"
 }
 
-pub(super) async fn handle(apis: &KafkaApis, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
+pub(super) async fn handle(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    request: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
     // Per requested partition: answered at once, or its place in `wanted`.
     let mut slots: Vec<(usize, i32, Result<usize, i16>)> = Vec::new();
     let mut wanted: Vec<(TopicPartition, i64)> = Vec::new();
     for (t, topic) in request.topics.iter().enumerate() {
         let name = topic.name.0.to_string();
         let cached = apis.metadata_cache.topic(&name);
+        let denied = apis.topic_denied(ctx, crate::security::authorizer::acl::AclOperation::Delete, &name);
         for p in &topic.partitions {
             let known = cached
                 .as_ref()
                 .is_some_and(|c| c.partitions.contains_key(&p.partition_index));
-            let slot = if !known {
+            let slot = if let Some(code) = denied {
+                Err(code)
+            } else if !known {
                 Err(ec::UNKNOWN_TOPIC_OR_PARTITION)
             } else if is_internal(&name) {
                 Err(ec::INVALID_TOPIC_EXCEPTION)

@@ -6,9 +6,11 @@
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 
+use super::authorize::TOPIC_AUTHORIZATION_FAILED;
 use super::{str_bytes, wait_for_metadata, KafkaApis};
 use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
+use crate::security::authorizer::acl::AclOperation;
 use crate::zk::paths;
 use crate::zk::store::{CreateMode, ZkError, ZkStore};
 
@@ -45,6 +47,7 @@ pub(super) async fn handle(
         result.error_code = match &name {
             _ if !active => NOT_CONTROLLER,
             None => ec::UNKNOWN_TOPIC_ID,
+            Some(n) if !apis.authorized_topic(ctx, AclOperation::Delete, n) => TOPIC_AUTHORIZATION_FAILED,
             Some(n) if apis.metadata_cache.topic(n).is_none() => ec::UNKNOWN_TOPIC_OR_PARTITION,
             _ if !apis.config.delete_topic_enable => TOPIC_DELETION_DISABLED,
             Some(n) => match apis

@@ -37,7 +37,16 @@ pub(super) async fn handle(
     let mut layers: Option<Result<BrokerLayers, Failure>> = None;
     let mut results = Vec::with_capacity(request.resources.len());
     for resource in &request.resources {
-        let outcome = describe_resource(apis, resource, &mut layers).await;
+        let denied = apis.config_resource_denied(
+            ctx,
+            crate::security::authorizer::acl::AclOperation::DescribeConfigs,
+            resource.resource_type,
+            &resource.resource_name,
+        );
+        let outcome = match denied {
+            Some(code) => Err((code, Some("Authorization failed.".to_string()))),
+            None => describe_resource(apis, resource, &mut layers).await,
+        };
         let mut result = DescribeConfigsResult::default();
         result.resource_type = resource.resource_type;
         result.resource_name = resource.resource_name.clone();

@@ -7,16 +7,28 @@ use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterC
 
 use super::config_alter::{self, Op, OpKind, Refusal};
 use super::{str_bytes, KafkaApis};
+use crate::network::handler::RequestContext;
+use crate::security::authorizer::acl::AclOperation;
 
 pub(super) async fn handle(
     apis: &KafkaApis,
+    ctx: &RequestContext,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let outcomes = config_alter::alter_resources(
         "IncrementalAlterConfigs",
         &request.resources,
         |r| (r.resource_type, r.resource_name.to_string()),
-        |r| alter_one(apis, r, request.validate_only),
+        |r| {
+            let denied =
+                apis.config_resource_denied(ctx, AclOperation::AlterConfigs, r.resource_type, &r.resource_name);
+            async move {
+                match denied {
+                    Some(code) => Err(Refusal::new(code, "Authorization failed.")),
+                    None => alter_one(apis, r, request.validate_only).await,
+                }
+            }
+        },
     )
     .await;
     let responses = request

@@ -15,6 +15,7 @@ use super::KafkaApis;
 use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
 use crate::replica::ReplicaError;
+use crate::security::authorizer::acl::AclOperation;
 use crate::types::TopicPartition;
 
 pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse {
@@ -29,6 +30,7 @@ pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffset
         .topics
         .into_iter()
         .map(|topic| {
+            let denied = apis.topic_denied(ctx, AclOperation::Describe, &topic.name);
             let partitions = topic
                 .partitions
                 .iter()
@@ -40,6 +42,10 @@ pub(super) fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ListOffset
                         topic: topic.name.0.to_string(),
                         partition: p.partition_index,
                     };
+                    if let Some(code) = denied {
+                        resp.error_code = code;
+                        return resp;
+                    }
                     if duplicates.contains(&tp) {
                         resp.error_code = ec::INVALID_REQUEST;
                         return resp;

@@ -96,7 +96,7 @@ impl RequestHandler for KafkaApis {
             },
             RequestKind::Fetch(r) => Some(ResponseKind::Fetch(fetch::handle(self, &ctx, r).await)),
             RequestKind::OffsetForLeaderEpoch(r) => Some(ResponseKind::OffsetForLeaderEpoch(
-                offset_for_leader_epoch::handle(self, r),
+                offset_for_leader_epoch::handle(self, &ctx, r),
             )),
             RequestKind::ListOffsets(r) => Some(ResponseKind::ListOffsets(list_offsets::handle(self, &ctx, r))),
             RequestKind::Metadata(r) => Some(ResponseKind::Metadata(metadata::handle(self, &ctx, r).await)),
@@ -151,13 +151,17 @@ impl RequestHandler for KafkaApis {
             RequestKind::DescribeCluster(r) => Some(ResponseKind::DescribeCluster(
                 describe_cluster::handle(self, &ctx, r).await,
             )),
-            RequestKind::DeleteRecords(r) => Some(ResponseKind::DeleteRecords(delete_records::handle(self, r).await)),
+            RequestKind::DeleteRecords(r) => {
+                Some(ResponseKind::DeleteRecords(delete_records::handle(self, &ctx, r).await))
+            }
             RequestKind::OffsetDelete(r) => {
                 Some(ResponseKind::OffsetDelete(offsets::offset_delete(self, &ctx, r).await))
             }
-            RequestKind::AlterConfigs(r) => Some(ResponseKind::AlterConfigs(alter_configs::handle(self, r).await)),
+            RequestKind::AlterConfigs(r) => {
+                Some(ResponseKind::AlterConfigs(alter_configs::handle(self, &ctx, r).await))
+            }
             RequestKind::IncrementalAlterConfigs(r) => Some(ResponseKind::IncrementalAlterConfigs(
-                incremental_alter_configs::handle(self, r).await,
+                incremental_alter_configs::handle(self, &ctx, r).await,
             )),
             RequestKind::CreateAcls(r) => Some(ResponseKind::CreateAcls(acls::create_acls(self, &ctx, r).await)),
             RequestKind::DescribeAcls(r) => Some(ResponseKind::DescribeAcls(acls::describe_acls(self, &ctx, r))),

@@ -7,15 +7,31 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset,
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::KafkaApis;
+use crate::network::handler::RequestContext;
 use crate::replica::ReplicaError;
+use crate::security::authorizer::acl::AclOperation;
 use crate::types::TopicPartition;
 
-pub(super) fn handle(apis: &KafkaApis, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
+pub(super) fn handle(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    request: OffsetForLeaderEpochRequest,
+) -> OffsetForLeaderEpochResponse {
+    // Followers (a replica id, v3+) need CLUSTER_ACTION; consumers DESCRIBE on each topic.
+    let follower = request.replica_id.0 >= 0;
+    let follower_denied = follower
+        .then(|| apis.cluster_denied(ctx, AclOperation::ClusterAction))
+        .flatten();
     let topics = request
         .topics
         .into_iter()
         .map(|topic| {
             let name = topic.topic.0.to_string();
+            let denied = if follower {
+                follower_denied
+            } else {
+                apis.topic_denied(ctx, AclOperation::Describe, &name)
+            };
             let partitions = topic
                 .partitions
                 .into_iter()
@@ -28,6 +44,10 @@ pub(super) fn handle(apis: &KafkaApis, request: OffsetForLeaderEpochRequest) -> 
                         topic: name.clone(),
                         partition: p.partition,
                     };
+                    if let Some(code) = denied {
+                        out.error_code = code;
+                        return out;
+                    }
                     let answer = match apis.replica_manager.partition(&tp) {
                         None => Err(ReplicaError::UnknownTopicOrPartition),
                         Some(partition) => partition
