@@ -1,8 +1,8 @@
 //! SASL on SASL_PLAINTEXT listeners with real clients: kcat, confluent-kafka and kafka-python
-//! produce and consume with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; users created in
-//! `/config/users` log in on every broker and cannot once deleted; a wrong password gets
-//! SASL_AUTHENTICATION_FAILED and a storm of them does not slow an authenticated producer;
-//! inter-broker SCRAM replicates and elects.
+//! produce and consume with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; a user created with
+//! AlterUserScramCredentials (confluent-kafka's AdminClient) logs in, is described, and cannot
+//! log in once deleted; a wrong password gets SASL_AUTHENTICATION_FAILED and the connection
+//! closes after the configured delay.
 
 mod common;
 
@@ -272,4 +272,92 @@ async fn a_wrong_password_gets_sasl_authentication_failed_and_the_connection_clo
     .expect("join");
     assert!(!ok);
     assert!(err.contains("Authentication failed") || err.contains("SASL"), "{err}");
+}
+
+/// confluent-kafka's AdminClient on argv[1]: `add USER PASSWORD` (SCRAM-SHA-256, 8192
+/// iterations), `delete USER`, or `describe USER` (prints `MECHANISM:ITERATIONS` or the error).
+const SCRAM_ADMIN: &str = r#"
+import sys
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
+                                   UserScramCredentialDeletion, UserScramCredentialUpsertion)
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+action, user = sys.argv[2], sys.argv[3]
+m = ScramMechanism.SCRAM_SHA_256
+try:
+    if action == "describe":
+        for f in a.describe_user_scram_credentials([user]).values():
+            d = f.result(30)
+            print(",".join(f"{i.mechanism.name}:{i.iterations}" for i in d.scram_credential_infos))
+    else:
+        if action == "add":
+            alts = [UserScramCredentialUpsertion(user, ScramCredentialInfo(m, 8192), sys.argv[4].encode())]
+        else:
+            alts = [UserScramCredentialDeletion(user, m)]
+        for f in a.alter_user_scram_credentials(alts).values():
+            f.result(30)
+        print("ok")
+except KafkaException as e:
+    print(e.args[0].name())
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_created_with_alter_user_scram_credentials_logs_in_and_cannot_once_deleted() {
+    let chroot = unique_chroot("sasl-admin");
+    let zk = zookeeper().session(&chroot).await;
+    let _broker = BrokerProcess::start(&client_sasl_spec(&chroot, 1));
+    cluster_ready(&zk, 1).await;
+    let admin = common::bootstrap_of(&zk, 1).await;
+    let boot = sasl_bootstrap(&zk, 1).await;
+    let admin_call = |args: Vec<String>| {
+        let admin = admin.clone();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let mut all = vec![admin.as_str()];
+                all.extend(args.iter().map(String::as_str));
+                python_client(SCRAM_ADMIN, &all)
+            })
+            .await
+            .expect("join")
+        }
+    };
+    let login = |boot: String| async move {
+        tokio::task::spawn_blocking(move || {
+            run(kcat_sasl(&boot, "SCRAM-SHA-256", "carol", "carol-secret").args(["-L", "-m", "3"])).0
+        })
+        .await
+        .expect("join")
+    };
+    assert_eq!(
+        admin_call(vec!["add".into(), "carol".into(), "carol-secret".into()]).await,
+        "ok"
+    );
+    // Kafka's text form in /config/users/carol, announced to the credential cache.
+    let (config, _) = kastle::zk::KafkaZkClient::new(zk.clone())
+        .entity_config_versioned("users", "carol")
+        .await
+        .expect("read");
+    assert!(
+        config["SCRAM-SHA-256"].starts_with("salt=") && config["SCRAM-SHA-256"].ends_with(",iterations=8192"),
+        "{config:?}"
+    );
+    wait_until(Duration::from_secs(10), "carol logs in", || login(boot.clone())).await;
+    assert_eq!(
+        admin_call(vec!["describe".into(), "carol".into()]).await,
+        "SCRAM_SHA_256:8192"
+    );
+    assert_eq!(admin_call(vec!["delete".into(), "carol".into()]).await, "ok");
+    wait_until(Duration::from_secs(20), "carol can no longer log in", || {
+        let b = boot.clone();
+        async move { !login(b).await }
+    })
+    .await;
+    assert_eq!(
+        admin_call(vec!["describe".into(), "carol".into()]).await,
+        "RESOURCE_NOT_FOUND"
+    );
+    assert_eq!(
+        admin_call(vec!["delete".into(), "carol".into()]).await,
+        "RESOURCE_NOT_FOUND"
+    );
 }

@@ -50,6 +50,18 @@ impl ScramCredential {
         }
     }
 
+    /// The credential from a client's already salted password (AlterUserScramCredentials sends
+    /// SaltedPassword, never the password).
+    pub fn from_salted_password(mechanism: ScramMechanism, salted: &[u8], salt: Vec<u8>, iterations: u32) -> Self {
+        let client_key = mechanism.hmac(salted, b"Client Key");
+        Self {
+            stored_key: mechanism.hash(&client_key),
+            server_key: mechanism.hmac(salted, b"Server Key"),
+            salt,
+            iterations,
+        }
+    }
+
     /// A fresh random salt (Kafka's `ScramFormatter.secureRandomBytes`: 32 bytes from a nonce).
     pub fn random_salt() -> Vec<u8> {
         use rand::RngCore;

@@ -23,6 +23,7 @@ mod metadata;
 mod offset_for_leader_epoch;
 mod offsets;
 mod produce;
+mod scram_credentials;
 
 use std::sync::Arc;
 
@@ -166,6 +167,12 @@ impl RequestHandler for KafkaApis {
             RequestKind::CreateAcls(r) => Some(ResponseKind::CreateAcls(acls::create_acls(self, &ctx, r).await)),
             RequestKind::DescribeAcls(r) => Some(ResponseKind::DescribeAcls(acls::describe_acls(self, &ctx, r))),
             RequestKind::DeleteAcls(r) => Some(ResponseKind::DeleteAcls(acls::delete_acls(self, &ctx, r).await)),
+            RequestKind::DescribeUserScramCredentials(r) => Some(ResponseKind::DescribeUserScramCredentials(
+                scram_credentials::describe(self, &ctx, r).await,
+            )),
+            RequestKind::AlterUserScramCredentials(r) => Some(ResponseKind::AlterUserScramCredentials(
+                scram_credentials::alter(self, &ctx, r).await,
+            )),
             other => {
                 tracing::warn!(api = ?ctx.api_key, "no handler for a supported API; closing the request without a response");
                 drop(other);
