@@ -147,6 +147,7 @@ async fn start_registered(
         connection_quotas: connection_quotas.clone(),
         replica_manager: None,
         log_cleaner: None,
+        credentials: None,
     };
     let effective = crate::server::dynamic_config::apply_broker_configs(&zk, &dynamic_targets)
         .await
@@ -247,14 +248,11 @@ async fn start_registered(
     )
     .await;
     let _ = apis.controller.set(controller.clone());
-    // SASL: the SCRAM credentials from /config/users before serving, kept current after.
+    // SASL: the SCRAM credentials from /config/users before serving, kept current by the
+    // `/config/changes` listener (`users/<u>` notifications).
     let credentials = crate::security::sasl::credentials::CredentialCache::new();
     crate::security::sasl::credentials::load(&zk, &credentials).await?;
-    tasks.push(tokio::spawn(crate::security::sasl::credentials::run(
-        zk.clone(),
-        credentials.clone(),
-        stop_rx.clone(),
-    )));
+    dynamic_targets.credentials = Some(credentials.clone());
     let mut network = network_config(config);
     network.sasl = crate::network::authentication::SaslListeners(crate::security::sasl::config::sasl_listeners(
         config,

@@ -75,7 +75,9 @@ pub enum ConfigEntity {
     /// `brokers/<default>`: the cluster-wide broker config.
     BrokerDefault,
     Broker(BrokerId),
-    /// Clients, users, ips: quotas and credentials, which kastle does not apply.
+    /// `users/<user>`: its SCRAM credentials (and quotas, which kastle does not apply).
+    User(String),
+    /// Clients, ips, users' client quotas: quotas, which kastle does not apply.
     Other(String),
 }
 
@@ -106,6 +108,7 @@ pub fn entity_of(n: &ConfigChangeNotification) -> Result<ConfigEntity, String> {
             Ok(id) => ConfigEntity::Broker(BrokerId(id)),
             Err(_) => return Err(format!("invalid broker entity {name}")),
         },
+        "users" if !name.contains('/') => ConfigEntity::User(name),
         _ => ConfigEntity::Other(format!("{entity_type}/{name}")),
     })
 }
@@ -198,6 +201,8 @@ pub struct Targets {
     /// The log cleaner (`log.cleaner.*`); `None` when `log.cleaner.enable` is off or before it
     /// starts.
     pub log_cleaner: Option<Arc<LogCleaner>>,
+    /// The SCRAM credential cache (`users/<u>` changes); `None` before it is loaded.
+    pub credentials: Option<Arc<crate::security::sasl::credentials::CredentialCache>>,
 }
 
 /// `num.replica.fetchers`: fetcher tasks per leader (at least one).
@@ -300,6 +305,11 @@ async fn process<S: ZkStore>(
             Ok(ConfigEntity::BrokerDefault) => apply_broker_configs(zk, targets).await.map(|_| ())?,
             Ok(ConfigEntity::Broker(id)) if id == targets.id => apply_broker_configs(zk, targets).await.map(|_| ())?,
             Ok(ConfigEntity::Broker(_)) => {}
+            Ok(ConfigEntity::User(user)) => {
+                if let Some(cache) = &targets.credentials {
+                    crate::security::sasl::credentials::reload_user(zk, cache, &user).await?;
+                }
+            }
             Ok(ConfigEntity::Other(entity)) => tracing::debug!(%entity, "config change not applied by kastle"),
             Err(why) => tracing::error!(%path, %why, "ignoring a malformed config change notification"),
         }
@@ -466,6 +476,7 @@ mod tests {
             connection_quotas: ConnectionQuotas::new(100, 100),
             replica_manager: None,
             log_cleaner: None,
+            credentials: None,
         };
         let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()

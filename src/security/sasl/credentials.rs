@@ -8,15 +8,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use tokio::sync::watch;
 
 use super::ScramMechanism;
-use crate::zk::paths;
-use crate::zk::store::{WatchEvent, WatchMode, ZkError, ZkStore};
+use crate::zk::store::{ZkError, ZkStore};
 use crate::zk::{KafkaZkClient, KafkaZkError};
 
 /// A user's stored SCRAM credential for one mechanism (never the password).
@@ -186,40 +183,23 @@ pub async fn load<S: ZkStore>(zk: &KafkaZkClient<S>, cache: &CredentialCache) ->
     Ok(())
 }
 
-/// Keeps `cache` current until `stop`: every change under `/config/changes` reloads the users
-/// (a `users/<u>` notification names one user, but reloading all is idempotent and survives
-/// notifications purged before this broker saw them). A failed pass is retried after a second.
-pub async fn run<S: ZkStore>(zk: KafkaZkClient<S>, cache: Arc<CredentialCache>, mut stop: watch::Receiver<bool>) {
-    let mut events = loop {
-        match zk.store().watch(paths::CONFIG_CHANGES, WatchMode::Persistent).await {
-            Ok(w) => break w,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch /config/changes for SCRAM credentials yet; retrying");
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = stop.changed() => return,
-                }
-            }
+/// Re-reads one user's `/config/users/<user>` into `cache` (the `/config/changes` listener
+/// calls it for each `users/<user>` notification); no credentials left removes the user.
+pub async fn reload_user<S: ZkStore>(
+    zk: &KafkaZkClient<S>,
+    cache: &CredentialCache,
+    user: &str,
+) -> Result<(), ZkError> {
+    let config = match zk.entity_config("users", user).await {
+        Ok(config) => config,
+        Err(KafkaZkError::Zk(e)) => return Err(e),
+        Err(e) => {
+            tracing::error!(%user, error = %e, "ignoring an unreadable /config/users entry");
+            return Ok(());
         }
     };
-    let mut pending = true;
-    loop {
-        if pending {
-            match load(&zk, &cache).await {
-                Ok(()) => pending = false,
-                Err(e) => tracing::warn!(error = %e, "reloading SCRAM credentials failed; retrying"),
-            }
-        }
-        tokio::select! {
-            event = events.recv() => match event {
-                None => return,
-                Some(WatchEvent::ChildrenChanged { .. } | WatchEvent::Rearmed | WatchEvent::Created { .. }) => pending = true,
-                Some(_) => {}
-            },
-            _ = tokio::time::sleep(Duration::from_secs(1)), if pending => {}
-            _ = stop.changed() => return,
-        }
-    }
+    cache.set_user(user, credentials_of(user, &config));
+    Ok(())
 }
 
 #[cfg(test)]
