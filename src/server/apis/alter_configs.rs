@@ -10,7 +10,6 @@ use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 use super::config_alter::{self, Refusal};
 use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
-use crate::security::authorizer::acl::AclOperation;
 
 pub(super) async fn handle(
     apis: &KafkaApis,
@@ -18,19 +17,12 @@ pub(super) async fn handle(
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
     let outcomes = config_alter::alter_resources(
+        apis,
+        ctx,
         "AlterConfigs",
         &request.resources,
         |r| (r.resource_type, r.resource_name.to_string()),
-        |r| {
-            let denied =
-                apis.config_resource_denied(ctx, AclOperation::AlterConfigs, r.resource_type, &r.resource_name);
-            async move {
-                match denied {
-                    Some(code) => Err(Refusal::new(code, "Authorization failed.")),
-                    None => alter_one(apis, r, request.validate_only).await,
-                }
-            }
-        },
+        |r| alter_one(apis, r, request.validate_only),
     )
     .await;
     let responses = request

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use super::KafkaApis;
 use crate::config::dynamic;
 use crate::log::topic_configs::{self, ConfigRefusal};
+use crate::network::handler::RequestContext;
 use crate::protocol::error_codes as ec;
+use crate::security::authorizer::acl::AclOperation;
 use crate::server::dynamic_config::DEFAULT_ENTITY;
 use crate::types::BrokerId;
 use crate::zk::{KafkaZkError, ZkError};
@@ -28,7 +30,7 @@ pub(super) struct Refusal {
 }
 
 impl Refusal {
-    pub(super) fn new(code: i16, message: impl Into<String>) -> Self {
+    fn new(code: i16, message: impl Into<String>) -> Self {
         Refusal {
             code,
             message: message.into(),
@@ -97,8 +99,11 @@ fn duplicated(resources: &[(i8, String)]) -> Vec<bool> {
 }
 
 /// Each resource's outcome, in request order, for both alter APIs: a resource named twice is
-/// refused (INVALID_REQUEST), the others are altered one after another by `alter_one`.
+/// refused (INVALID_REQUEST), one the caller may not ALTER_CONFIGS gets the authorization error,
+/// the others are altered one after another by `alter_one`.
 pub(super) async fn alter_resources<'r, R, Fut>(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
     api: &str,
     resources: &'r [R],
     id: impl Fn(&R) -> (i8, String),
@@ -109,11 +114,14 @@ where
 {
     let ids: Vec<(i8, String)> = resources.iter().map(&id).collect();
     let mut outcomes = Vec::with_capacity(resources.len());
-    for ((resource, duplicate), (_, name)) in resources.iter().zip(duplicated(&ids)).zip(&ids) {
+    for ((resource, duplicate), (resource_type, name)) in resources.iter().zip(duplicated(&ids)).zip(&ids) {
+        let denied = apis.config_resource_denied(ctx, AclOperation::AlterConfigs, *resource_type, name);
         let outcome = if duplicate {
             Err(Refusal::invalid_request(
                 "Each resource must appear at most once.".to_string(),
             ))
+        } else if let Some(code) = denied {
+            Err(Refusal::new(code, "Authorization failed."))
         } else {
             alter_one(resource).await
         };

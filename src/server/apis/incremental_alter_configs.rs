@@ -8,7 +8,6 @@ use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterC
 use super::config_alter::{self, Op, OpKind, Refusal};
 use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
-use crate::security::authorizer::acl::AclOperation;
 
 pub(super) async fn handle(
     apis: &KafkaApis,
@@ -16,19 +15,12 @@ pub(super) async fn handle(
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let outcomes = config_alter::alter_resources(
+        apis,
+        ctx,
         "IncrementalAlterConfigs",
         &request.resources,
         |r| (r.resource_type, r.resource_name.to_string()),
-        |r| {
-            let denied =
-                apis.config_resource_denied(ctx, AclOperation::AlterConfigs, r.resource_type, &r.resource_name);
-            async move {
-                match denied {
-                    Some(code) => Err(Refusal::new(code, "Authorization failed.")),
-                    None => alter_one(apis, r, request.validate_only).await,
-                }
-            }
-        },
+        |r| alter_one(apis, r, request.validate_only),
     )
     .await;
     let responses = request
