@@ -306,6 +306,7 @@ fn main() -> ExitCode {
                         jaas_file,
                         section: sasl_clientconfig,
                     }),
+                    tls: None,
                     set_acl: false,
                 };
                 zk_check(&zookeeper, timeout_ms, &security).await
