@@ -5,7 +5,8 @@
 //! stops at start-up naming the truststore key and rustls' reason; mutual TLS
 //! (`ssl.clientAuth=need`) works with a PKCS12 broker keystore, whose certificate DN then owns
 //! the znodes under `zookeeper.set.acl=true` and without which the broker stops at start-up;
-//! TLS and SASL DIGEST-MD5 together; and the configuration errors name the key to fix.
+//! TLS and SASL DIGEST-MD5 together; `kastle zk check --zk-tls-config-file`; and the
+//! configuration errors name the key to fix.
 
 mod common;
 
@@ -95,6 +96,30 @@ async fn brokers_on_zookeepers_tls_port_register_create_topics_and_serve() {
             .is_some(),
         "the auto-created topic is in ZooKeeper"
     );
+    // `kastle zk check` reaches the TLS port with Kafka's --zk-tls-config-file.
+    let props = pki.path("zk-tls.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "zookeeper.ssl.client.enable=true\nzookeeper.clientCnxnSocket={NETTY}\n\
+             zookeeper.ssl.truststore.location={}\n",
+            pki.p("ca.pem")
+        ),
+    )
+    .expect("write the TLS properties");
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_kastle"))
+        .args([
+            "zk",
+            "check",
+            "--zookeeper",
+            &zk.secure_connect(&chroot),
+            "--zk-tls-config-file",
+        ])
+        .arg(&props)
+        .output()
+        .expect("run kastle zk check");
+    let out = String::from_utf8_lossy(&check.stdout).to_string() + &String::from_utf8_lossy(&check.stderr);
+    assert!(check.status.success() && out.contains("0 violation(s)"), "{out}");
     // Plaintext on the TLS port is no ZooKeeper session: the port really is TLS only.
     let plain = zkcli(&zk.secure_connect(""), &["ls", &format!("{chroot}/brokers/ids")]);
     assert!(
