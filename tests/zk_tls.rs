@@ -5,8 +5,8 @@
 //! stops at start-up naming the truststore key and rustls' reason; mutual TLS
 //! (`ssl.clientAuth=need`) works with a PKCS12 broker keystore, whose certificate DN then owns
 //! the znodes under `zookeeper.set.acl=true` and without which the broker stops at start-up;
-//! TLS and SASL DIGEST-MD5 together; `kastle zk check --zk-tls-config-file`; and the
-//! configuration errors name the key to fix.
+//! TLS and SASL DIGEST-MD5 together; a TLS session reconnects after ZooKeeper stops answering;
+//! `kastle zk check --zk-tls-config-file`; and the configuration errors name the key to fix.
 
 mod common;
 
@@ -260,4 +260,48 @@ async fn tls_configuration_errors_name_the_key_to_fix() {
     )
     .await;
     assert!(stderr.contains("zookeeper.ssl.cipher.suites"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_session_reconnects_after_zookeeper_stops_answering() {
+    let pki = Pki::new();
+    let zk = tls_zookeeper(&pki, "none", &[]);
+    let ca = pki.p("ca.pem");
+    let lookup = |key: &str| match key {
+        "zookeeper.ssl.truststore.location" => Some(ca.clone()),
+        "zookeeper.ssl.endpoint.identification.algorithm" => Some("HTTPS".to_string()),
+        _ => None,
+    };
+    let tls = kastle::security::tls::TlsSettings::resolve_zookeeper(&lookup).expect("settings");
+    let security = kastle::zk::ZkSecurity::load(&kastle::config::ZkClientSecurity {
+        sasl: None,
+        tls: Some(tls),
+        set_acl: false,
+    })
+    .expect("TLS config");
+    let connect = kastle::zk::ConnectString::parse(&zk.secure_connect("/reconnect")).expect("connect string");
+    let timeout = Duration::from_secs(4);
+    let session = ZkSession::connect_secured(&connect, timeout, timeout, &security)
+        .await
+        .expect("TLS session");
+    let mut events = session.subscribe();
+    {
+        let _paused = zk.pause();
+        wait_until(SECONDS_20, "the session to lose its connection", || async {
+            session.connection_lost()
+        })
+        .await;
+    }
+    wait_until(SECONDS_20, "the session to reconnect over TLS", || async {
+        !session.connection_lost() && session.reconnects() >= 1 && session.exists("/").await.is_ok()
+    })
+    .await;
+    assert!(
+        matches!(
+            events.try_recv(),
+            Err(tokio::sync::broadcast::error::TryRecvError::Empty)
+        ),
+        "the same session, reconnected: no session ended or began"
+    );
+    session.close().await;
 }
