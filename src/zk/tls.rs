@@ -1,5 +1,5 @@
 //! TLS to ZooKeeper before the session: one handshake per server with the session's own rustls
-//! config, so a certificate ZooKeeper's truststore entry does not vouch for (or a host name it
+//! config, so a ZooKeeper certificate the truststore does not vouch for (or a host name it
 //! does not name) fails start-up at once with rustls' reason and the key to fix, instead of the
 //! ZooKeeper client retrying quietly until the connection timeout. A server that cannot be
 //! reached at all is left to the client's retries, as for plaintext.
