@@ -14,6 +14,7 @@ pub mod docker;
 pub mod groups;
 pub mod process;
 pub mod replicas;
+pub mod sasl;
 pub mod wire;
 pub mod zookeeper;
 
