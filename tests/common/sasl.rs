@@ -102,16 +102,30 @@ pub async fn scram_login(
     user: &str,
     password: &str,
 ) -> Result<Wire, LoginFailure> {
+    scram_login_timed(addr, mechanism, user, password)
+        .await
+        .map(|(wire, _)| wire)
+}
+
+/// [`scram_login`], also returning when the broker's server-first came (the moment it showed
+/// it has the credential, before the client's own PBKDF2, which is slow in a debug build).
+pub async fn scram_login_timed(
+    addr: &str,
+    mechanism: ScramMechanism,
+    user: &str,
+    password: &str,
+) -> Result<(Wire, std::time::Instant), LoginFailure> {
     let mut wire = handshake(addr, mechanism).await?;
     let client = ScramClient::new(mechanism, user, password);
     let server_first = authenticate(&mut wire, client.client_first().as_bytes().to_vec()).await?;
+    let known_at = std::time::Instant::now();
     let server_first = String::from_utf8(server_first).map_err(|_| (-1, "server-first is not UTF-8".to_string()))?;
     let (client, client_final) = client.client_final(&server_first).map_err(|e| (-1, e))?;
     let server_final = authenticate(&mut wire, client_final.into_bytes()).await?;
     client
         .verify_server_final(&String::from_utf8_lossy(&server_final))
         .map_err(|e| (-1, e))?;
-    Ok(wire)
+    Ok((wire, known_at))
 }
 
 /// A SCRAM login as `user` whose client-final carries a made-up proof (what a wrong password
