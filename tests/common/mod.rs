@@ -15,6 +15,7 @@ pub mod groups;
 pub mod pki;
 pub mod process;
 pub mod replicas;
+pub mod sasl;
 pub mod wire;
 pub mod zookeeper;
 
