@@ -12,6 +12,7 @@
 pub mod cluster;
 pub mod docker;
 pub mod groups;
+pub mod pki;
 pub mod process;
 pub mod replicas;
 pub mod wire;
