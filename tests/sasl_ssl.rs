@@ -4,7 +4,10 @@
 //! super user may write, another SCRAM user may not, and the TLS-level principal ANONYMOUS has
 //! no topic rights at all). A plaintext client on the SASL_SSL port gets a closed connection, a
 //! TLS client that skips SASL gets no metadata, and a SASL_SSL listener without a keystore (or
-//! with one that cannot be read) stops the start naming the listener and the key.
+//! with one that cannot be read) stops the start naming the listener and the key. Altering
+//! `listener.name.sasl_ssl.ssl.keystore.location` with IncrementalAlterConfigs gives new
+//! connections the new certificate, leaves open ones alone, and refuses a keystore that does
+//! not load (INVALID_CONFIG naming the key, nothing written).
 
 mod common;
 
@@ -362,4 +365,150 @@ async fn a_sasl_ssl_listener_without_a_readable_keystore_stops_the_start_naming_
             && log.contains("absent.pem"),
         "{log}"
     );
+}
+
+/// confluent-kafka AdminClient on argv[1]: IncrementalAlterConfigs SET argv[3]=argv[4] on
+/// broker argv[2]; prints "ok", or the error's name and message.
+const ALTER_BROKER: &str = r#"
+import sys
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigEntry, AlterConfigOpType, ResourceType
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+entry = ConfigEntry(sys.argv[3], sys.argv[4], incremental_operation=AlterConfigOpType.SET)
+try:
+    for f in a.incremental_alter_configs([ConfigResource(ResourceType.BROKER, sys.argv[2], incremental_configs=[entry])]).values():
+        f.result(30)
+    print("ok")
+except KafkaException as e:
+    print(e.args[0].name(), e.args[0].str())
+"#;
+
+/// Python's ssl module: a TLS connection to argv[1] trusting argv[2]; prints the certificate's
+/// common name, waits for a line on stdin, then sends ApiVersions v0 (correlation id 7) on the
+/// same connection and prints "answered <correlation id> <common name>".
+const HELD_OPEN: &str = r#"
+import socket, ssl, struct, sys
+host, port = sys.argv[1].rsplit(":", 1)
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+tls = ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=20), server_hostname=host)
+cn = lambda: dict(field for rdn in tls.getpeercert()["subject"] for field in rdn)["commonName"]
+print(cn(), flush=True)
+sys.stdin.readline()
+tls.sendall(bytes([0, 0, 0, 11, 0, 18, 0, 0, 0, 0, 0, 7, 0, 1, 120]))
+def read(n):
+    data = b""
+    while len(data) < n:
+        chunk = tls.recv(n - len(data))
+        if not chunk:
+            raise SystemExit("closed")
+        data += chunk
+    return data
+size = struct.unpack(">i", read(4))[0]
+print("answered", struct.unpack(">i", read(size)[:4])[0], cn(), flush=True)
+"#;
+
+/// Python's ssl module: a new TLS connection to argv[1] trusting argv[2]; prints the
+/// certificate's common name.
+const PEER_CN: &str = r#"
+import socket, ssl, sys
+host, port = sys.argv[1].rsplit(":", 1)
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+with socket.create_connection((host, int(port)), timeout=10) as raw:
+    with ctx.wrap_socket(raw, server_hostname=host) as tls:
+        subject = dict(field for rdn in tls.getpeercert()["subject"] for field in rdn)
+        print(subject["commonName"])
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn altering_the_listener_keystore_reloads_it_for_new_connections_and_a_bad_one_is_refused() {
+    let pki = Pki::new();
+    let ca = pki.p("ca.pem");
+    let chroot = unique_chroot("sasl-ssl-reload");
+    let zk = zookeeper().session(&chroot).await;
+    let [ks_type, ks_location] = keystore(&pki);
+    let broker = BrokerProcess::start(&sasl_ssl_spec(
+        &chroot,
+        1,
+        &[(ks_type.0, &ks_type.1), (ks_location.0, &ks_location.1)],
+    ));
+    cluster_ready(&zk, 1).await;
+    let admin = common::bootstrap_of(&zk, 1).await;
+    let boot = sasl_ssl_bootstrap(&zk, 1).await;
+    let peer_cn = |addr: String, ca: String| blocking(move || python_client(PEER_CN, &[&addr, &ca]));
+    assert_eq!(peer_cn(boot.clone(), ca.clone()).await, "kastle broker");
+    // A TLS connection opened before the change: it keeps its session and keystore A's certificate.
+    let mut before = Command::new(common::python())
+        .args(["-c", HELD_OPEN, &boot, &ca])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python");
+    let mut before_in = before.stdin.take().expect("stdin");
+    let mut before_out = std::io::BufReader::new(before.stdout.take().expect("stdout"));
+    let (line, mut before_out) = blocking(move || {
+        use std::io::BufRead;
+        let mut line = String::new();
+        before_out.read_line(&mut line).expect("read");
+        (line, before_out)
+    })
+    .await;
+    assert_eq!(line.trim(), "kastle broker");
+
+    let alter = |value: String| {
+        let admin = admin.clone();
+        blocking(move || python_client(ALTER_BROKER, &[&admin, "1", ks_location.0, &value]))
+    };
+    assert_eq!(alter(pki.p("broker2.pem")).await, "ok");
+    wait_until_else(
+        Duration::from_secs(10),
+        "new connections to get keystore B's certificate",
+        || {
+            let cn = peer_cn(boot.clone(), ca.clone());
+            async move { cn.await == "kastle broker two" }
+        },
+        || broker.stderr(),
+    )
+    .await;
+    let (stored, _) = kastle::zk::KafkaZkClient::new(zk.clone())
+        .entity_config_versioned("brokers", "1")
+        .await
+        .expect("read");
+    assert_eq!(stored.get(ks_location.0), Some(&pki.p("broker2.pem")));
+
+    // A keystore that does not load is refused naming the key; B keeps serving.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("absent.pem").display().to_string();
+    let refused = alter(missing).await;
+    assert!(
+        refused.starts_with("INVALID_CONFIG") && refused.contains(ks_location.0) && refused.contains("absent.pem"),
+        "{refused}"
+    );
+    let (stored, _) = kastle::zk::KafkaZkClient::new(zk.clone())
+        .entity_config_versioned("brokers", "1")
+        .await
+        .expect("read");
+    assert_eq!(
+        stored.get(ks_location.0),
+        Some(&pki.p("broker2.pem")),
+        "nothing written"
+    );
+    assert_eq!(peer_cn(boot.clone(), ca.clone()).await, "kastle broker two");
+
+    {
+        use std::io::{BufRead, Write};
+        before_in.write_all(b"go\n").expect("write");
+        before_in.flush().expect("flush");
+        let line = blocking(move || {
+            let mut line = String::new();
+            before_out.read_line(&mut line).expect("read");
+            line
+        })
+        .await;
+        assert_eq!(
+            line.trim(),
+            "answered 7 kastle broker",
+            "the connection opened before the change"
+        );
+    }
+    let _ = before.wait();
 }
