@@ -512,3 +512,111 @@ async fn altering_the_listener_keystore_reloads_it_for_new_connections_and_a_bad
     }
     let _ = before.wait();
 }
+
+/// confluent-kafka AdminClient logged in as the PLAIN admin over SASL_SSL on argv[1] (CA
+/// argv[2]): creates SCRAM-SHA-512 user argv[3] with password argv[4]; prints "ok".
+const ADMIN_ADDS_SCRAM_USER: &str = r#"
+import sys
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+a = AdminClient({"bootstrap.servers": sys.argv[1], "security.protocol": "SASL_SSL", "ssl.ca.location": sys.argv[2],
+                 "sasl.mechanisms": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"})
+alt = UserScramCredentialUpsertion(sys.argv[3], ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), sys.argv[4].encode())
+for f in a.alter_user_scram_credentials([alt]).values():
+    f.result(30)
+print("ok")
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sasl_ssl_compose_variant_config_serves_with_the_certificates_its_script_makes() {
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tls = dir.path().join("tls");
+    let (ok, _, err) = run(Command::new(repo.join("docker/tls/gen-certs.sh")).arg(&tls));
+    assert!(ok, "gen-certs.sh: {err}");
+    let ca = tls.join("ca.pem").display().to_string();
+    // The variant's broker config, with the container paths pointed into the temp dir.
+    let text = std::fs::read_to_string(repo.join("docker/kastle-sasl-ssl.yaml")).expect("config");
+    let log_dir = dir.path().join("data");
+    let text = text
+        .replace("/etc/kastle/tls", &tls.display().to_string())
+        .replace("/var/lib/kastle/data", &log_dir.display().to_string());
+    let config = dir.path().join("kastle.yaml");
+    std::fs::write(&config, text).expect("write config");
+    // The override's variables for kafka1, then what differs outside a container.
+    let compose: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo.join("docker/docker-compose.sasl-ssl.yml")).expect("compose file"),
+    )
+    .expect("compose YAML");
+    let mut env: Vec<(String, String)> = compose["services"]["kafka1"]["environment"]
+        .as_mapping()
+        .expect("kafka1's environment")
+        .iter()
+        .map(|(k, v)| {
+            let k = k.as_str().expect("name").to_string();
+            (k, v.as_str().expect("value").to_string())
+        })
+        .collect();
+    assert!(
+        env.iter()
+            .any(|(k, v)| k == "KASTLE_CFG_LISTENER_SECURITY_PROTOCOL_MAP" && v.contains("EXTERNAL:SASL_SSL")),
+        "{env:?}"
+    );
+    let chroot = unique_chroot("sasl-ssl-compose");
+    let zk = zookeeper().session(&chroot).await;
+    env.extend([
+        ("KASTLE_CFG_BROKER_ID".to_string(), "1".to_string()),
+        ("KASTLE_CFG_ZOOKEEPER_CONNECT".to_string(), zookeeper().connect(&chroot)),
+        (
+            "KASTLE_CFG_LISTENERS".to_string(),
+            "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0".to_string(),
+        ),
+        (
+            "KASTLE_CFG_OFFSETS_TOPIC_REPLICATION_FACTOR".to_string(),
+            "1".to_string(),
+        ),
+    ]);
+    let broker = BrokerProcess::start_with_config(&config, &env, log_dir);
+    wait_until_else(
+        Duration::from_secs(30),
+        "the broker to register",
+        || {
+            let zk = zk.clone();
+            async move {
+                kastle::zk::KafkaZkClient::new(zk)
+                    .broker(kastle::types::BrokerId(1))
+                    .await
+                    .is_ok_and(|r| r.is_some())
+            }
+        },
+        || broker.stderr(),
+    )
+    .await;
+    let (registration, _) = kastle::zk::KafkaZkClient::new(zk.clone())
+        .broker(kastle::types::BrokerId(1))
+        .await
+        .expect("read registration")
+        .expect("registered");
+    let external = registration
+        .endpoints
+        .iter()
+        .find_map(|e| e.strip_prefix("EXTERNAL://"))
+        .expect("an EXTERNAL endpoint")
+        .to_string();
+    let (b, c) = (external.clone(), ca.clone());
+    let added = blocking(move || python_client(ADMIN_ADDS_SCRAM_USER, &[&b, &c, "alice", "alice-secret"])).await;
+    assert_eq!(added, "ok");
+    let login = ("SCRAM-SHA-512", "alice", "alice-secret");
+    wait_until_else(
+        Duration::from_secs(15),
+        "alice to log in over SASL_SSL",
+        || {
+            let (b, c) = (external.clone(), ca.clone());
+            blocking(move || run(kcat(&b, "SASL_SSL", &c, Some(login)).arg("-L")).0)
+        },
+        || broker.stderr(),
+    )
+    .await;
+    let (b, c) = (external.clone(), ca.clone());
+    let out = blocking(move || kcat_roundtrip(&b, &c, login, "compose-variant")).await;
+    assert_eq!(out, "one\ntwo\nthree\n");
+}
