@@ -1,6 +1,6 @@
-//! A test PKI made with rcgen: a CA, broker certificates for 127.0.0.1/localhost (`broker`,
-//! `broker2`), a client certificate (`CN=alice,OU=eng,O=acme`), as PEM files and, through the
-//! openssl CLI, PKCS12 keystores.
+//! A test PKI made with rcgen in a temp dir: a CA, certificates for 127.0.0.1/localhost signed
+//! by it (PEM files and PKCS12 stores made with the openssl CLI), for the TLS tests of
+//! listeners and of ZooKeeper connections.
 
 use std::path::PathBuf;
 use std::process::Command;
