@@ -111,39 +111,31 @@ fn the_inter_broker_listener_must_be_advertised() {
 }
 
 #[test]
-fn listeners_of_a_protocol_kastle_cannot_serve_are_refused_by_name() {
-    let e = err_text(pairs(&[(
-        "listeners",
-        "PLAINTEXT://:9092,SSL://:9093,SASL_PLAINTEXT://:9094,SASL_SSL://:9095",
-    )]));
-    assert!(
-        e.contains("listener \"SASL_SSL\" (SASL_SSL://:9095") && e.contains("protocol SASL_SSL"),
-        "{e}"
-    );
-    assert!(!e.contains("listener \"PLAINTEXT\""), "{e}");
-    assert!(!e.contains("listener \"SSL\""), "SSL is served: {e}");
-    assert!(
-        !e.contains("listener \"SASL_PLAINTEXT\""),
-        "SASL_PLAINTEXT is served: {e}"
-    );
-    assert!(e.contains("SASL over TLS is not served"), "{e}");
-}
-
-#[test]
-fn a_listener_name_mapped_to_an_unserved_protocol_is_refused_naming_the_map() {
+fn a_sasl_ssl_listener_needs_a_keystore_and_the_error_names_the_listener_and_the_key() {
     let e = err_text(pairs(&[
         ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
         (
             "listener.security.protocol.map",
             "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
         ),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-256"),
     ]));
     assert!(
-        e.contains("listener \"INTERNAL\" (INTERNAL://:9093, from --override) with security protocol SASL_SSL")
-            && e.contains("mapped by listener.security.protocol.map, from --override"),
+        e.contains("cannot serve SASL_SSL listener \"INTERNAL\"")
+            && e.contains("listener.name.internal.ssl.keystore.location"),
         "{e}"
     );
-    // The inter-broker listener is a listener: refused the same way.
+    let ok = pairs(&[
+        ("listeners", "PLAINTEXT://:9092,SASL_SSL://:9095"),
+        ("listener.name.sasl_ssl.ssl.keystore.location", "/etc/kastle/broker.p12"),
+        ("listener.name.sasl_ssl.ssl.keystore.type", "PKCS12"),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512"),
+    ]);
+    assert!(ok.is_ok(), "{ok:?}");
+}
+
+#[test]
+fn an_inter_broker_listener_other_than_plaintext_is_refused_naming_it() {
     let e = err_text(pairs(&[
         ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
         (
@@ -154,6 +146,21 @@ fn a_listener_name_mapped_to_an_unserved_protocol_is_refused_naming_the_map() {
     ]));
     assert!(
         e.contains("listener \"INTERNAL\"") && e.contains("protocol SASL_PLAINTEXT"),
+        "{e}"
+    );
+    // SASL_SSL is served to clients, not yet between brokers.
+    let e = err_text(pairs(&[
+        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
+        (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
+        ),
+        ("listener.name.internal.ssl.keystore.location", "/etc/kastle/broker.p12"),
+        ("listener.name.internal.ssl.keystore.type", "PKCS12"),
+        ("inter.broker.listener.name", "INTERNAL"),
+    ]));
+    assert!(
+        e.contains("inter-broker listener \"INTERNAL\"") && e.contains("protocol SASL_SSL"),
         "{e}"
     );
 }
@@ -203,7 +210,7 @@ fn an_ssl_listener_without_a_keystore_is_refused_naming_the_listener_and_the_key
 }
 
 #[test]
-fn plaintext_ssl_and_sasl_plaintext_are_served() {
+fn every_security_protocol_is_served() {
     use crate::config::SecurityProtocol;
     let all = [
         SecurityProtocol::Plaintext,
@@ -211,15 +218,9 @@ fn plaintext_ssl_and_sasl_plaintext_are_served() {
         SecurityProtocol::SaslPlaintext,
         SecurityProtocol::SaslSsl,
     ];
-    let served: Vec<_> = all.into_iter().filter(|p| p.is_served()).collect();
-    assert_eq!(
-        served,
-        [
-            SecurityProtocol::Plaintext,
-            SecurityProtocol::Ssl,
-            SecurityProtocol::SaslPlaintext
-        ]
-    );
+    assert!(all.into_iter().all(|p| p.is_served()));
+    let tls: Vec<_> = all.into_iter().filter(|p| p.uses_tls()).collect();
+    assert_eq!(tls, [SecurityProtocol::Ssl, SecurityProtocol::SaslSsl]);
 }
 
 #[test]

@@ -148,6 +148,7 @@ async fn start_registered(
         replica_manager: None,
         log_cleaner: None,
         credentials: None,
+        tls: None,
     };
     let effective = crate::server::dynamic_config::apply_broker_configs(&zk, &dynamic_targets)
         .await
@@ -159,7 +160,8 @@ async fn start_registered(
     }
 
     let tls_servers = {
-        let config = config.clone();
+        // The dynamic `listener.name.<l>.ssl.*` keys included, as Kafka starts with them.
+        let config = effective.clone();
         // Reads the keystores: off the async workers.
         tokio::task::spawn_blocking(move || listeners::tls_servers(&config))
             .await
@@ -168,6 +170,7 @@ async fn start_registered(
                 source: std::io::Error::other(e),
             })??
     };
+    dynamic_targets.tls = Some(tls_servers.clone());
     let bound = listeners::bind(config.listeners()).await?;
     let endpoints = listeners::advertised(config.advertised_listeners(), &bound);
 
@@ -207,6 +210,7 @@ async fn start_registered(
         fetch_sessions: crate::server::fetch_session::wire::FetchManager::new(
             crate::server::fetch_session::wire::FetchSessionConfig::from_config(config),
         ),
+        tls_servers: tls_servers.clone(),
     });
 
     let mut registrar = Registrar::new(

@@ -125,6 +125,33 @@ impl BrokerProcess {
         }
     }
 
+    /// Starts `kastle broker --config <config>` with `env` (e.g. `KASTLE_CFG_*` variables), for
+    /// tests of a config file users get; `log_dir` is where that config puts the logs.
+    pub fn start_with_config(config: &Path, env: &[(String, String)], log_dir: PathBuf) -> BrokerProcess {
+        let dir = tempfile::Builder::new()
+            .prefix("kastle-broker-")
+            .tempdir()
+            .expect("tempdir");
+        let stderr = std::fs::File::create(dir.path().join("stderr.log")).expect("stderr file");
+        let child = Command::new(env!("CARGO_BIN_EXE_kastle"))
+            .arg("broker")
+            .arg("--config")
+            .arg(config)
+            .env("KASTLE_LOG", "info")
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn kastle");
+        BrokerProcess {
+            child,
+            dir,
+            log_dir,
+            exit: None,
+        }
+    }
+
     /// Starts the broker again on the same dirs (after it exited or was killed).
     pub fn restart(mut self, spec: &BrokerSpec) -> BrokerProcess {
         let _ = self.child.kill();
