@@ -12,7 +12,9 @@
 pub mod cluster;
 pub mod docker;
 pub mod groups;
+pub mod netns;
 pub mod process;
+pub mod reliability;
 pub mod replicas;
 pub mod wire;
 pub mod zookeeper;

@@ -1,0 +1,394 @@
+//! The reliability matrix (reliability.md §3): each case is a fault against real ZooKeeper and
+//! broker processes while an acks=all producer runs, judged by the one checker in
+//! `common::reliability` (lost, duplicated, reordered, inconsistent offsets, divergent
+//! replicas, the controller, the ZooKeeper tree), which prints the case's row of the table.
+//! R06n is the negative control: an unsafe setup under the same fault, where the checker must
+//! report loss. The cases run one at a time (they share two cores); the network cases put
+//! every broker in its own namespace and skip, saying why, where namespaces are unavailable.
+//! `scripts/reliability` runs them and prints the whole table; `--all` adds the `#[ignore]`d.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::cluster::{cluster_ready, controller_of};
+use common::netns::Lab;
+use common::reliability::{check, finish, table, Ack, Case, Read, Workload, HEADER};
+use common::replicas::{bootstrap, create_topic, isr, leader, spec, SESSION_MS};
+use common::zookeeper::free_port;
+use common::{unique_chroot, wait_until, BrokerProcess, BrokerSpec, ZooKeeperServer};
+use kastle::zk::store::ZkStore;
+use kastle::zk::ZkSession;
+
+/// One case at a time: each runs three brokers, a ZooKeeper and the clients on two cores.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The safe setup: RF 3 (each topic's replicas), min ISR 2, unclean election off (the default).
+const SAFE: [(&str, &str); 2] = [("min.insync.replicas", "2"), ("replica.lag.time.max.ms", "3000")];
+
+/// Records per second of the workload.
+const RATE: u32 = 300;
+
+fn dirs(brokers: &[BrokerProcess]) -> Vec<PathBuf> {
+    brokers.iter().map(|b| b.log_dir.clone()).collect()
+}
+
+/// Brokers `1..=n` on the binary's ZooKeeper, each on a port of its own kept across restarts.
+async fn loopback(chroot: &str, n: i32, extra: &[(&str, &str)]) -> (ZkSession, Vec<BrokerSpec>, Vec<BrokerProcess>) {
+    let specs: Vec<BrokerSpec> = (1..=n).map(|id| spec(chroot, id, extra).port(free_port())).collect();
+    let brokers = specs.iter().map(BrokerProcess::start).collect();
+    let zk = common::zookeeper().session(chroot).await;
+    cluster_ready(&zk, n as usize).await;
+    (zk, specs, brokers)
+}
+
+/// Brokers in network namespaces with a ZooKeeper of their own on the lab's bridge. Fields drop
+/// in order: brokers, then ZooKeeper, then the lab's namespaces.
+#[allow(dead_code)]
+struct NetCluster {
+    brokers: Vec<BrokerProcess>,
+    zk: ZkSession,
+    server: ZooKeeperServer,
+    lab: Lab,
+}
+
+async fn netns_cluster(name: &str, n: usize, extra: &[(&str, &str)]) -> Option<NetCluster> {
+    if let Some(reason) = Lab::unavailable() {
+        eprintln!("skipped {name}: {reason}");
+        return None;
+    }
+    let lab = Lab::new(n);
+    let server = ZooKeeperServer::start_private_on(&lab.host_ip());
+    let chroot = unique_chroot(name);
+    let brokers = (1..=n)
+        .map(|i| {
+            let mut s = extra.iter().fold(
+                BrokerSpec::new(i as i32, &server.connect(&chroot)).session_timeout_ms(SESSION_MS),
+                |s, (k, v)| s.with(k, v),
+            );
+            s.listeners = format!("PLAINTEXT://{}:9092", lab.broker_ip(i));
+            BrokerProcess::start(&s.prefix(&lab.prefix(i)))
+        })
+        .collect();
+    let zk = server.session(&chroot).await;
+    cluster_ready(&zk, n).await;
+    Some(NetCluster {
+        brokers,
+        zk,
+        server,
+        lab,
+    })
+}
+
+async fn registered(zk: &ZkSession, id: i32) -> bool {
+    zk.exists(&format!("/brokers/ids/{id}")).await.ok().flatten().is_some()
+}
+
+/// The checker itself finds each anomaly it is meant to find.
+#[test]
+fn the_checker_reports_each_kind_of_anomaly() {
+    let ack = |value, offset| Ack {
+        value,
+        offset,
+        at_ms: 1_000 + value * 10,
+    };
+    let read = |offset, value| Read { offset, value };
+    let acks: Vec<Ack> = (0..5).map(|v| ack(v, v)).collect();
+    let clean: Vec<Read> = (0..5).map(|v| read(v, v)).collect();
+    let a = check(&acks, &clean);
+    assert_eq!(
+        (
+            a.acknowledged,
+            a.lost.len(),
+            a.duplicated.len(),
+            a.reordered,
+            a.inconsistent
+        ),
+        (5, 0, 0, 0, 0)
+    );
+    assert_eq!(a.max_gap, Duration::from_millis(10));
+
+    // Offsets 3 and 4 truncated and overwritten by another leader's values.
+    let truncated = vec![read(0, 0), read(1, 1), read(2, 2), read(3, 7), read(4, 8)];
+    let a = check(&acks, &truncated);
+    assert_eq!(a.lost, vec![3, 4]);
+    assert_eq!(a.inconsistent, 2);
+
+    let duplicated = vec![read(0, 0), read(1, 1), read(2, 1), read(3, 2), read(4, 3), read(5, 4)];
+    let a = check(&acks, &duplicated);
+    assert_eq!(a.duplicated, vec![1]);
+    assert!(a.inconsistent > 0, "acknowledged offsets no longer match");
+
+    let reordered = vec![read(0, 0), read(1, 2), read(2, 1), read(3, 3), read(4, 4)];
+    assert_eq!(check(&acks, &reordered).reordered, 1);
+    let backwards = vec![read(0, 0), read(1, 1), read(1, 1), read(3, 3), read(4, 4)];
+    assert!(check(&acks, &backwards).inconsistent > 0);
+
+    let printed = table(&[HEADER.to_string(), "R00\tnone\t5".to_string()]);
+    assert!(
+        printed.lines().nth(1).is_some_and(|l| l.starts_with("R00   none")),
+        "{printed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r01_smoke_loses_nothing_without_faults() {
+    let _serial = SERIAL.lock().await;
+    let chroot = unique_chroot("r01");
+    let (zk, _specs, brokers) = loopback(&chroot, 3, &SAFE).await;
+    create_topic(&zk, "r01", "[1,2,3]").await;
+    let boot = bootstrap(&zk).await;
+    let workload = Workload::start(&boot, "r01", "all", true, RATE);
+    workload
+        .wait_more(3_000, Duration::from_secs(60), "3,000 acknowledged")
+        .await;
+    let case = Case {
+        name: "R01 smoke",
+        faults: "none",
+        topic: "r01",
+        idempotent: true,
+        expect_loss: false,
+    };
+    let report = finish(&case, &zk, &dirs(&brokers), &boot, workload).await;
+    report.assert_passed();
+    assert!(report.anomalies.acknowledged >= 3_000);
+    assert!(
+        report.anomalies.max_gap < Duration::from_secs(1),
+        "an acknowledgement took {:?} without any fault",
+        report.anomalies.max_gap
+    );
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r03_leader_hard_bounce_three_times_loses_nothing() {
+    let _serial = SERIAL.lock().await;
+    let chroot = unique_chroot("r03");
+    let (zk, specs, mut brokers) = loopback(&chroot, 3, &SAFE).await;
+    create_topic(&zk, "r03", "[1,2,3]").await;
+    let boot = bootstrap(&zk).await;
+    let workload = Workload::start(&boot, "r03", "all", true, RATE);
+    workload
+        .wait_more(500, Duration::from_secs(60), "500 acknowledged")
+        .await;
+    for round in 1..=3 {
+        let old = leader(&zk, "r03").await;
+        let i = (old - 1) as usize;
+        brokers[i].signal("KILL");
+        let killed = Instant::now();
+        wait_until(Duration::from_millis(SESSION_MS + 12_000), "a new leader", || async {
+            let l = leader(&zk, "r03").await;
+            l >= 0 && l != old
+        })
+        .await;
+        eprintln!("R03 round {round}: new leader {:?} after the kill", killed.elapsed());
+        wait_until(
+            Duration::from_secs(20),
+            "the killed broker's registration gone",
+            || async { !registered(&zk, old).await },
+        )
+        .await;
+        let dead = brokers.remove(i);
+        brokers.insert(i, dead.restart(&specs[i]));
+        wait_until(Duration::from_secs(60), "the ISR back to 3", || async {
+            isr(&zk, "r03").await.len() == 3
+        })
+        .await;
+        workload
+            .wait_more(300, Duration::from_secs(60), "300 more acknowledged")
+            .await;
+    }
+    let case = Case {
+        name: "R03 leader hard bounce",
+        faults: "3x kill -9 leader",
+        topic: "r03",
+        idempotent: true,
+        expect_loss: false,
+    };
+    finish(&case, &zk, &dirs(&brokers), &boot, workload)
+        .await
+        .assert_passed();
+    zk.close().await;
+}
+
+/// A follower that is neither the leader nor (when it can be helped) the controller.
+async fn a_follower(zk: &ZkSession, topic: &str, n: i32) -> i32 {
+    let l = leader(zk, topic).await;
+    let c = controller_of(zk).await.unwrap_or(-1);
+    (1..=n)
+        .filter(|id| *id != l)
+        .min_by_key(|id| *id == c)
+        .expect("a follower")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r05_an_isolated_follower_leaves_the_isr_and_returns_after_healing() {
+    let _serial = SERIAL.lock().await;
+    let Some(c) = netns_cluster("r05", 3, &SAFE).await else {
+        return;
+    };
+    create_topic(&c.zk, "r05", "[1,2,3]").await;
+    let boot = bootstrap(&c.zk).await;
+    let workload = Workload::start(&boot, "r05", "all", true, RATE);
+    workload
+        .wait_more(500, Duration::from_secs(60), "500 acknowledged")
+        .await;
+    let f = a_follower(&c.zk, "r05", 3).await;
+    for other in (1..=3).filter(|o| *o != f) {
+        c.lab.cut(f as usize, other as usize);
+    }
+    let cut = Instant::now();
+    wait_until(
+        Duration::from_secs(15),
+        "the isolated follower out of the ISR",
+        || async { !isr(&c.zk, "r05").await.contains(&f) },
+    )
+    .await;
+    eprintln!("R05: ISR shrank {:?} after the cut", cut.elapsed());
+    workload
+        .wait_more(
+            500,
+            Duration::from_secs(30),
+            "acks=all keeps acknowledging with 2 in sync",
+        )
+        .await;
+    c.lab.heal();
+    let healed = Instant::now();
+    wait_until(Duration::from_secs(30), "the follower back in the ISR", || async {
+        isr(&c.zk, "r05").await.len() == 3
+    })
+    .await;
+    eprintln!("R05: ISR expanded {:?} after healing", healed.elapsed());
+    workload
+        .wait_more(300, Duration::from_secs(30), "300 more acknowledged")
+        .await;
+    let case = Case {
+        name: "R05 follower isolation",
+        faults: "netns: follower cut from brokers",
+        topic: "r05",
+        idempotent: true,
+        expect_loss: false,
+    };
+    finish(&case, &c.zk, &dirs(&c.brokers), &boot, workload)
+        .await
+        .assert_passed();
+}
+
+/// Jepsen 2013: (1) the leader's followers cut off, so the ISR shrinks to the leader alone;
+/// (2) the leader also cut from ZooKeeper, so its session expires; then heal. Returns the
+/// leaders seen in the partition's state while the old leader was gone (until another replica
+/// leads when `unclean`, else until the partition has no leader).
+async fn jepsen_2013(c: &NetCluster, topic: &str, n: usize, workload: &Workload, unclean: bool) -> Vec<i32> {
+    let l = leader(&c.zk, topic).await;
+    for other in (1..=n as i32).filter(|o| *o != l) {
+        c.lab.cut(l as usize, other as usize);
+    }
+    wait_until(
+        Duration::from_secs(20),
+        "the ISR shrunk to the leader alone",
+        || async { isr(&c.zk, topic).await == vec![l] },
+    )
+    .await;
+    // What the leader does alone: refuses acks=all (min ISR 2), acknowledges acks=1.
+    let before = workload.acks().len();
+    let alone = Instant::now();
+    while alone.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "{topic}: {} acknowledged while the ISR was the leader alone",
+        workload.acks().len() - before
+    );
+    c.lab.cut_from_host(l as usize);
+    let mut leaders = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(25) {
+        let now = leader(&c.zk, topic).await;
+        if leaders.last() != Some(&now) {
+            leaders.push(now);
+        }
+        if now != l && (now >= 0) == unclean && !registered(&c.zk, l).await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!registered(&c.zk, l).await, "the cut leader's session expired");
+    eprintln!("{topic}: leaders while the old leader {l} was cut: {leaders:?}");
+    c.lab.heal();
+    wait_until(Duration::from_secs(60), "every replica back in the ISR", || async {
+        isr(&c.zk, topic).await.len() == n && leader(&c.zk, topic).await >= 0
+    })
+    .await;
+    leaders
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r06_jepsen_2013_the_isr_shrunk_to_a_cut_leader_loses_nothing() {
+    let _serial = SERIAL.lock().await;
+    let Some(c) = netns_cluster("r06", 3, &SAFE).await else {
+        return;
+    };
+    create_topic(&c.zk, "r06", "[1,2,3]").await;
+    let boot = bootstrap(&c.zk).await;
+    let workload = Workload::start(&boot, "r06", "all", true, RATE);
+    workload
+        .wait_more(500, Duration::from_secs(60), "500 acknowledged")
+        .await;
+    let old = leader(&c.zk, "r06").await;
+    let leaders = jepsen_2013(&c, "r06", 3, &workload, false).await;
+    assert!(
+        leaders.iter().all(|l| *l == old || *l == -1),
+        "a replica outside the ISR [{old}] was elected: {leaders:?}"
+    );
+    workload
+        .wait_more(300, Duration::from_secs(60), "300 acknowledged after healing")
+        .await;
+    let case = Case {
+        name: "R06 Jepsen 2013",
+        faults: "netns: leader cut from followers, then from ZK",
+        topic: "r06",
+        idempotent: true,
+        expect_loss: false,
+    };
+    finish(&case, &c.zk, &dirs(&c.brokers), &boot, workload)
+        .await
+        .assert_passed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r06n_negative_control_the_unsafe_setup_loses_acknowledged_records() {
+    let _serial = SERIAL.lock().await;
+    let unsafe_setup = [
+        ("min.insync.replicas", "1"),
+        ("replica.lag.time.max.ms", "3000"),
+        ("unclean.leader.election.enable", "true"),
+    ];
+    let Some(c) = netns_cluster("r06n", 2, &unsafe_setup).await else {
+        return;
+    };
+    create_topic(&c.zk, "r06n", "[1,2]").await;
+    let boot = bootstrap(&c.zk).await;
+    let workload = Workload::start(&boot, "r06n", "1", false, RATE);
+    workload
+        .wait_more(500, Duration::from_secs(60), "500 acknowledged")
+        .await;
+    let old = leader(&c.zk, "r06n").await;
+    let leaders = jepsen_2013(&c, "r06n", 2, &workload, true).await;
+    assert!(
+        leaders.iter().any(|l| *l >= 0 && *l != old),
+        "the replica outside the ISR was elected (unclean election on): {leaders:?}"
+    );
+    workload
+        .wait_more(300, Duration::from_secs(60), "300 acknowledged after healing")
+        .await;
+    let case = Case {
+        name: "R06n negative control",
+        faults: "R06 on RF 2, min ISR 1, acks=1, unclean",
+        topic: "r06n",
+        idempotent: false,
+        expect_loss: true,
+    };
+    let report = finish(&case, &c.zk, &dirs(&c.brokers), &boot, workload).await;
+    report.assert_passed();
+}
