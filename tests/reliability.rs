@@ -12,9 +12,9 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::cluster::{cluster_ready, controller_of};
+use common::cluster::{cluster_ready, controller_epoch, controller_of};
 use common::netns::Lab;
-use common::reliability::{check, finish, table, Ack, Case, Read, Workload, HEADER};
+use common::reliability::{check, finish, table, Ack, Case, CaseReport, Read, Workload, HEADER};
 use common::replicas::{bootstrap, create_topic, isr, leader, spec, SESSION_MS};
 use common::zookeeper::free_port;
 use common::{unique_chroot, wait_until, BrokerProcess, BrokerSpec, ZooKeeperServer};
@@ -53,9 +53,11 @@ struct NetCluster {
     lab: Lab,
 }
 
-async fn netns_cluster(name: &str, n: usize, extra: &[(&str, &str)]) -> Option<NetCluster> {
+/// `None` (with a `skipped` row naming the reason) where network namespaces are unavailable.
+async fn netns_cluster(case: &str, name: &str, n: usize, extra: &[(&str, &str)]) -> Option<NetCluster> {
     if let Some(reason) = Lab::unavailable() {
-        eprintln!("skipped {name}: {reason}");
+        eprintln!("skipped {case}: {reason}");
+        CaseReport::print_skipped(case, &reason);
         return None;
     }
     let lab = Lab::new(n);
@@ -161,55 +163,160 @@ async fn r01_smoke_loses_nothing_without_faults() {
     zk.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn r03_leader_hard_bounce_three_times_loses_nothing() {
-    let _serial = SERIAL.lock().await;
-    let chroot = unique_chroot("r03");
+/// How a broker is disrupted in the process-fault cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// SIGTERM (controlled shutdown), wait for the exit, restart.
+    Term,
+    /// SIGKILL, wait until the registration is gone, restart.
+    Kill,
+    /// SIGSTOP past the session timeout (a zombie), SIGCONT once it has been replaced.
+    Pause,
+}
+
+/// Which broker a process-fault case disrupts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Leader,
+    Controller,
+}
+
+async fn victim(zk: &ZkSession, target: Target, topic: &str) -> i32 {
+    match target {
+        Target::Leader => leader(zk, topic).await,
+        Target::Controller => controller_of(zk).await.unwrap_or(-1),
+    }
+}
+
+/// `rounds` times: `fault` on the `target` broker under the workload, then wait for the ISR to
+/// be whole again and for 300 more acknowledgements. The checker's row is returned.
+async fn process_fault_case(case: &Case<'_>, target: Target, fault: Fault, rounds: usize) -> CaseReport {
+    let chroot = unique_chroot(case.topic);
     let (zk, specs, mut brokers) = loopback(&chroot, 3, &SAFE).await;
-    create_topic(&zk, "r03", "[1,2,3]").await;
+    create_topic(&zk, case.topic, "[1,2,3]").await;
     let boot = bootstrap(&zk).await;
-    let workload = Workload::start(&boot, "r03", "all", true, RATE);
+    let workload = Workload::start(&boot, case.topic, "all", true, RATE);
     workload
         .wait_more(500, Duration::from_secs(60), "500 acknowledged")
         .await;
-    for round in 1..=3 {
-        let old = leader(&zk, "r03").await;
+    for round in 1..=rounds {
+        let old = victim(&zk, target, case.topic).await;
+        assert!(old > 0, "a {target:?} to disrupt");
+        let epoch = controller_epoch(&zk).await;
         let i = (old - 1) as usize;
-        brokers[i].signal("KILL");
-        let killed = Instant::now();
-        wait_until(Duration::from_millis(SESSION_MS + 12_000), "a new leader", || async {
-            let l = leader(&zk, "r03").await;
-            l >= 0 && l != old
-        })
-        .await;
-        eprintln!("R03 round {round}: new leader {:?} after the kill", killed.elapsed());
+        let started = Instant::now();
+        match fault {
+            Fault::Term => {
+                brokers[i].signal("TERM");
+                brokers[i].wait_exit(Duration::from_secs(60)).await;
+            }
+            Fault::Kill => brokers[i].signal("KILL"),
+            Fault::Pause => brokers[i].pause().await,
+        }
         wait_until(
-            Duration::from_secs(20),
-            "the killed broker's registration gone",
-            || async { !registered(&zk, old).await },
+            Duration::from_millis(SESSION_MS + 15_000),
+            "another broker takes over",
+            || async {
+                let now = victim(&zk, target, case.topic).await;
+                now > 0 && now != old
+            },
         )
         .await;
-        let dead = brokers.remove(i);
-        brokers.insert(i, dead.restart(&specs[i]));
+        eprintln!(
+            "{} round {round}: taken over {:?} after the fault",
+            case.name,
+            started.elapsed()
+        );
+        if fault != Fault::Term {
+            wait_until(
+                Duration::from_secs(20),
+                "the disrupted broker's registration gone",
+                || async { !registered(&zk, old).await },
+            )
+            .await;
+        }
+        if fault == Fault::Pause {
+            brokers[i].signal("CONT");
+        } else {
+            let dead = brokers.remove(i);
+            brokers.insert(i, dead.restart(&specs[i]));
+        }
+        if target == Target::Controller {
+            let now = controller_epoch(&zk).await;
+            assert!(now > epoch, "/controller_epoch moved on ({epoch} -> {now})");
+        }
         wait_until(Duration::from_secs(60), "the ISR back to 3", || async {
-            isr(&zk, "r03").await.len() == 3
+            isr(&zk, case.topic).await.len() == 3
         })
         .await;
         workload
             .wait_more(300, Duration::from_secs(60), "300 more acknowledged")
             .await;
     }
-    let case = Case {
-        name: "R03 leader hard bounce",
-        faults: "3x kill -9 leader",
-        topic: "r03",
+    let report = finish(case, &zk, &dirs(&brokers), &boot, workload).await;
+    zk.close().await;
+    report
+}
+
+const fn safe_case<'a>(name: &'a str, faults: &'a str, topic: &'a str) -> Case<'a> {
+    Case {
+        name,
+        faults,
+        topic,
         idempotent: true,
         expect_loss: false,
-    };
-    finish(&case, &zk, &dirs(&brokers), &boot, workload)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r02_leader_clean_bounce_three_times_loses_nothing() {
+    let _serial = SERIAL.lock().await;
+    let case = safe_case("R02 leader clean bounce", "3x SIGTERM leader", "r02");
+    let report = process_fault_case(&case, Target::Leader, Fault::Term, 3).await;
+    report.assert_passed();
+    assert!(
+        report.anomalies.max_gap <= Duration::from_secs(5),
+        "a controlled shutdown stopped acknowledgements for {:?}",
+        report.anomalies.max_gap
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r03_leader_hard_bounce_three_times_loses_nothing() {
+    let _serial = SERIAL.lock().await;
+    let case = safe_case("R03 leader hard bounce", "3x kill -9 leader", "r03");
+    process_fault_case(&case, Target::Leader, Fault::Kill, 3)
         .await
         .assert_passed();
-    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r04_controller_hard_bounce_twice_loses_nothing() {
+    let _serial = SERIAL.lock().await;
+    let case = safe_case("R04 controller hard bounce", "2x kill -9 controller", "r04");
+    process_fault_case(&case, Target::Controller, Fault::Kill, 2)
+        .await
+        .assert_passed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "heavier: scripts/reliability --all (tests/replication.rs covers a paused leader in CI)"]
+async fn r07_zombie_leader_acknowledges_nothing_after_its_epoch() {
+    let _serial = SERIAL.lock().await;
+    let case = safe_case("R07 zombie leader", "SIGSTOP leader past session", "r07");
+    process_fault_case(&case, Target::Leader, Fault::Pause, 1)
+        .await
+        .assert_passed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "heavier: scripts/reliability --all"]
+async fn r08_zombie_controller_leaves_one_controller() {
+    let _serial = SERIAL.lock().await;
+    let case = safe_case("R08 zombie controller", "SIGSTOP controller past session", "r08");
+    process_fault_case(&case, Target::Controller, Fault::Pause, 1)
+        .await
+        .assert_passed();
 }
 
 /// A follower that is neither the leader nor (when it can be helped) the controller.
@@ -225,7 +332,7 @@ async fn a_follower(zk: &ZkSession, topic: &str, n: i32) -> i32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r05_an_isolated_follower_leaves_the_isr_and_returns_after_healing() {
     let _serial = SERIAL.lock().await;
-    let Some(c) = netns_cluster("r05", 3, &SAFE).await else {
+    let Some(c) = netns_cluster("R05 follower isolation", "r05", 3, &SAFE).await else {
         return;
     };
     create_topic(&c.zk, "r05", "[1,2,3]").await;
@@ -277,9 +384,10 @@ async fn r05_an_isolated_follower_leaves_the_isr_and_returns_after_healing() {
 
 /// Jepsen 2013: (1) the leader's followers cut off, so the ISR shrinks to the leader alone;
 /// (2) the leader also cut from ZooKeeper, so its session expires; then heal. Returns the
-/// leaders seen in the partition's state while the old leader was gone (until another replica
-/// leads when `unclean`, else until the partition has no leader).
-async fn jepsen_2013(c: &NetCluster, topic: &str, n: usize, workload: &Workload, unclean: bool) -> Vec<i32> {
+/// records acknowledged during 5 s with the ISR at the leader alone, and the leaders seen in the
+/// partition's state while the old leader was gone (until another replica leads when
+/// `unclean`, else until the partition has no leader).
+async fn jepsen_2013(c: &NetCluster, topic: &str, n: usize, workload: &Workload, unclean: bool) -> (usize, Vec<i32>) {
     let l = leader(&c.zk, topic).await;
     for other in (1..=n as i32).filter(|o| *o != l) {
         c.lab.cut(l as usize, other as usize);
@@ -296,10 +404,8 @@ async fn jepsen_2013(c: &NetCluster, topic: &str, n: usize, workload: &Workload,
     while alone.elapsed() < Duration::from_secs(5) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    eprintln!(
-        "{topic}: {} acknowledged while the ISR was the leader alone",
-        workload.acks().len() - before
-    );
+    let acked_alone = workload.acks().len() - before;
+    eprintln!("{topic}: {acked_alone} acknowledged while the ISR was the leader alone");
     c.lab.cut_from_host(l as usize);
     let mut leaders = Vec::new();
     let start = Instant::now();
@@ -320,13 +426,13 @@ async fn jepsen_2013(c: &NetCluster, topic: &str, n: usize, workload: &Workload,
         isr(&c.zk, topic).await.len() == n && leader(&c.zk, topic).await >= 0
     })
     .await;
-    leaders
+    (acked_alone, leaders)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r06_jepsen_2013_the_isr_shrunk_to_a_cut_leader_loses_nothing() {
     let _serial = SERIAL.lock().await;
-    let Some(c) = netns_cluster("r06", 3, &SAFE).await else {
+    let Some(c) = netns_cluster("R06 Jepsen 2013", "r06", 3, &SAFE).await else {
         return;
     };
     create_topic(&c.zk, "r06", "[1,2,3]").await;
@@ -336,7 +442,11 @@ async fn r06_jepsen_2013_the_isr_shrunk_to_a_cut_leader_loses_nothing() {
         .wait_more(500, Duration::from_secs(60), "500 acknowledged")
         .await;
     let old = leader(&c.zk, "r06").await;
-    let leaders = jepsen_2013(&c, "r06", 3, &workload, false).await;
+    let (acked_alone, leaders) = jepsen_2013(&c, "r06", 3, &workload, false).await;
+    assert_eq!(
+        acked_alone, 0,
+        "acks=all acknowledged with the ISR below min.insync.replicas"
+    );
     assert!(
         leaders.iter().all(|l| *l == old || *l == -1),
         "a replica outside the ISR [{old}] was elected: {leaders:?}"
@@ -364,7 +474,7 @@ async fn r06n_negative_control_the_unsafe_setup_loses_acknowledged_records() {
         ("replica.lag.time.max.ms", "3000"),
         ("unclean.leader.election.enable", "true"),
     ];
-    let Some(c) = netns_cluster("r06n", 2, &unsafe_setup).await else {
+    let Some(c) = netns_cluster("R06n negative control", "r06n", 2, &unsafe_setup).await else {
         return;
     };
     create_topic(&c.zk, "r06n", "[1,2]").await;
@@ -374,7 +484,8 @@ async fn r06n_negative_control_the_unsafe_setup_loses_acknowledged_records() {
         .wait_more(500, Duration::from_secs(60), "500 acknowledged")
         .await;
     let old = leader(&c.zk, "r06n").await;
-    let leaders = jepsen_2013(&c, "r06n", 2, &workload, true).await;
+    let (acked_alone, leaders) = jepsen_2013(&c, "r06n", 2, &workload, true).await;
+    assert!(acked_alone > 0, "acks=1 is acknowledged by the leader alone");
     assert!(
         leaders.iter().any(|l| *l >= 0 && *l != old),
         "the replica outside the ISR was elected (unclean election on): {leaders:?}"

@@ -6,7 +6,7 @@
 //!
 //! The checker's value logic is pure ([`check`]); what it reads from the cluster is gathered by
 //! [`finish`]. A row is printed to stderr and, when `KASTLE_RELIABILITY_TABLE` names a file,
-//! appended to it (tab-separated) so that `scripts/reliability` can print the whole table.
+//! appended to it (tab-separated, the header first) so that `scripts/reliability` can print the whole table.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -173,13 +173,28 @@ impl CaseReport {
         )
     }
 
-    /// Prints the row (with the header) and appends it to `$KASTLE_RELIABILITY_TABLE`.
+    /// A row for a case that could not run here, saying why (printed and appended like
+    /// [`CaseReport::print`]).
+    pub fn print_skipped(case: &str, reason: &str) {
+        let row = format!("{case}\t-\t-\t-\t-\t-\t-\t-\t-\t-\tskipped: {reason}");
+        Self::emit(&row);
+    }
+
+    /// Prints the row (with the header) and appends it to `$KASTLE_RELIABILITY_TABLE` (the header
+    /// too, when the file is empty).
     pub fn print(&self) {
-        eprintln!("{}", table(&[HEADER.to_string(), self.row()]));
+        Self::emit(&self.row());
+    }
+
+    fn emit(row: &str) {
+        eprintln!("{}", table(&[HEADER.to_string(), row.to_string()]));
         if let Some(path) = std::env::var_os("KASTLE_RELIABILITY_TABLE") {
             use std::io::Write;
             if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-                let _ = writeln!(f, "{}", self.row());
+                if f.metadata().is_ok_and(|m| m.len() == 0) {
+                    let _ = writeln!(f, "{HEADER}");
+                }
+                let _ = writeln!(f, "{row}");
             }
         }
     }
