@@ -34,9 +34,29 @@ fn dirs(brokers: &[BrokerProcess]) -> Vec<PathBuf> {
     brokers.iter().map(|b| b.log_dir.clone()).collect()
 }
 
-/// Brokers `1..=n` on the binary's ZooKeeper, each on a port of its own kept across restarts.
+/// The `metrics.listener` addresses of `specs`.
+fn metrics_of(specs: &[BrokerSpec]) -> Vec<String> {
+    specs
+        .iter()
+        .filter_map(|s| {
+            s.extra
+                .iter()
+                .find(|(k, _)| k == "metrics.listener")
+                .map(|(_, v)| v.clone())
+        })
+        .collect()
+}
+
+/// Brokers `1..=n` on the binary's ZooKeeper, each on a port of its own kept across restarts,
+/// with a metrics listener.
 async fn loopback(chroot: &str, n: i32, extra: &[(&str, &str)]) -> (ZkSession, Vec<BrokerSpec>, Vec<BrokerProcess>) {
-    let specs: Vec<BrokerSpec> = (1..=n).map(|id| spec(chroot, id, extra).port(free_port())).collect();
+    let specs: Vec<BrokerSpec> = (1..=n)
+        .map(|id| {
+            spec(chroot, id, extra)
+                .port(free_port())
+                .with("metrics.listener", &format!("127.0.0.1:{}", free_port()))
+        })
+        .collect();
     let brokers = specs.iter().map(BrokerProcess::start).collect();
     let zk = common::zookeeper().session(chroot).await;
     cluster_ready(&zk, n as usize).await;
@@ -48,6 +68,7 @@ async fn loopback(chroot: &str, n: i32, extra: &[(&str, &str)]) -> (ZkSession, V
 #[allow(dead_code)]
 struct NetCluster {
     brokers: Vec<BrokerProcess>,
+    metrics: Vec<String>,
     zk: ZkSession,
     server: ZooKeeperServer,
     lab: Lab,
@@ -63,20 +84,24 @@ async fn netns_cluster(case: &str, name: &str, n: usize, extra: &[(&str, &str)])
     let lab = Lab::new(n);
     let server = ZooKeeperServer::start_private_on(&lab.host_ip());
     let chroot = unique_chroot(name);
-    let brokers = (1..=n)
+    let specs: Vec<BrokerSpec> = (1..=n)
         .map(|i| {
             let mut s = extra.iter().fold(
                 BrokerSpec::new(i as i32, &server.connect(&chroot)).session_timeout_ms(SESSION_MS),
                 |s, (k, v)| s.with(k, v),
             );
             s.listeners = format!("PLAINTEXT://{}:9092", lab.broker_ip(i));
-            BrokerProcess::start(&s.prefix(&lab.prefix(i)))
+            s.with("metrics.listener", &format!("{}:9404", lab.broker_ip(i)))
+                .prefix(&lab.prefix(i))
         })
         .collect();
+    let brokers = specs.iter().map(BrokerProcess::start).collect();
+    let metrics = metrics_of(&specs);
     let zk = server.session(&chroot).await;
     cluster_ready(&zk, n).await;
     Some(NetCluster {
         brokers,
+        metrics,
         zk,
         server,
         lab,
@@ -138,7 +163,7 @@ fn the_checker_reports_each_kind_of_anomaly() {
 async fn r01_smoke_loses_nothing_without_faults() {
     let _serial = SERIAL.lock().await;
     let chroot = unique_chroot("r01");
-    let (zk, _specs, brokers) = loopback(&chroot, 3, &SAFE).await;
+    let (zk, specs, brokers) = loopback(&chroot, 3, &SAFE).await;
     create_topic(&zk, "r01", "[1,2,3]").await;
     let boot = bootstrap(&zk).await;
     let workload = Workload::start(&boot, "r01", "all", true, RATE);
@@ -152,7 +177,7 @@ async fn r01_smoke_loses_nothing_without_faults() {
         idempotent: true,
         expect_loss: false,
     };
-    let report = finish(&case, &zk, &dirs(&brokers), &boot, workload).await;
+    let report = finish(&case, &zk, &dirs(&brokers), &metrics_of(&specs), &boot, workload).await;
     report.assert_passed();
     assert!(report.anomalies.acknowledged >= 3_000);
     assert!(
@@ -253,7 +278,7 @@ async fn process_fault_case(case: &Case<'_>, target: Target, fault: Fault, round
             .wait_more(300, Duration::from_secs(60), "300 more acknowledged")
             .await;
     }
-    let report = finish(case, &zk, &dirs(&brokers), &boot, workload).await;
+    let report = finish(case, &zk, &dirs(&brokers), &metrics_of(&specs), &boot, workload).await;
     zk.close().await;
     report
 }
@@ -377,7 +402,7 @@ async fn r05_an_isolated_follower_leaves_the_isr_and_returns_after_healing() {
         idempotent: true,
         expect_loss: false,
     };
-    finish(&case, &c.zk, &dirs(&c.brokers), &boot, workload)
+    finish(&case, &c.zk, &dirs(&c.brokers), &c.metrics, &boot, workload)
         .await
         .assert_passed();
 }
@@ -461,7 +486,7 @@ async fn r06_jepsen_2013_the_isr_shrunk_to_a_cut_leader_loses_nothing() {
         idempotent: true,
         expect_loss: false,
     };
-    finish(&case, &c.zk, &dirs(&c.brokers), &boot, workload)
+    finish(&case, &c.zk, &dirs(&c.brokers), &c.metrics, &boot, workload)
         .await
         .assert_passed();
 }
@@ -500,6 +525,6 @@ async fn r06n_negative_control_the_unsafe_setup_loses_acknowledged_records() {
         idempotent: false,
         expect_loss: true,
     };
-    let report = finish(&case, &c.zk, &dirs(&c.brokers), &boot, workload).await;
+    let report = finish(&case, &c.zk, &dirs(&c.brokers), &c.metrics, &boot, workload).await;
     report.assert_passed();
 }

@@ -120,7 +120,8 @@ pub struct CaseReport {
     pub anomalies: Anomalies,
     /// Replicas whose per-batch CRC sequence differs from the first replica's.
     pub divergent: usize,
-    /// Live brokers named by `/controller` (1 when healthy).
+    /// Brokers reporting themselves the active controller (0 when `/controller` names no
+    /// registered broker); 1 when healthy.
     pub controllers: usize,
     /// Znodes failing their schema (`kastle zk check`'s walk).
     pub zk_violations: usize,
@@ -436,19 +437,32 @@ pub async fn divergent_replicas(zk: &ZkSession, dirs: &[PathBuf], topic: &str) -
     dirs[1..].iter().filter(|d| batch_crcs(d, topic, 0) != first).count()
 }
 
-/// 1 when `/controller` names a registered broker, else 0.
-pub async fn live_controllers(zk: &ZkSession) -> usize {
+/// How many brokers report themselves the active controller
+/// (`kafka_controller_kafkacontroller_activecontrollercount` on each `metrics` address), once
+/// that is 1 and `/controller` names a registered broker, or as last seen after 30 s.
+pub async fn live_controllers(zk: &ZkSession, metrics: &[String]) -> usize {
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(30) {
-        if let Some(id) = super::cluster::controller_of(zk).await {
-            let ids = zk.children("/brokers/ids").await.unwrap_or_default();
-            if ids.iter().any(|i| i.parse() == Ok(id)) {
-                return 1;
-            }
+    loop {
+        let active: f64 = metrics
+            .iter()
+            .filter_map(|m| super::cluster::scrape(m))
+            .filter_map(|body| super::cluster::sample(&body, "kafka_controller_kafkacontroller_activecontrollercount"))
+            .sum();
+        let registered = match super::cluster::controller_of(zk).await {
+            Some(id) => zk
+                .children("/brokers/ids")
+                .await
+                .unwrap_or_default()
+                .iter()
+                .any(|i| i.parse() == Ok(id)),
+            None => false,
+        };
+        let active = active.round() as usize;
+        if (active == 1 && registered) || start.elapsed() > Duration::from_secs(30) {
+            return if registered { active } else { 0 };
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    0
 }
 
 /// Znodes of Kafka's layout that fail their schema.
@@ -471,11 +485,13 @@ pub struct Case<'a> {
 }
 
 /// The checker: stops the workload, waits for the replicas to converge, reads the partition
-/// back, checks the controller and the tree, prints the row and returns it.
+/// back, checks the controller (through the brokers' `metrics` listeners) and the tree, prints
+/// the row and returns it.
 pub async fn finish(
     case: &Case<'_>,
     zk: &ZkSession,
     dirs: &[PathBuf],
+    metrics: &[String],
     bootstrap: &str,
     workload: Workload,
 ) -> CaseReport {
@@ -487,7 +503,7 @@ pub async fn finish(
         faults: case.faults.to_string(),
         anomalies: check(&acks, &reads),
         divergent,
-        controllers: live_controllers(zk).await,
+        controllers: live_controllers(zk, metrics).await,
         zk_violations: zk_violations(zk).await,
         expect_loss: case.expect_loss,
         idempotent: case.idempotent,
