@@ -159,6 +159,35 @@ fn the_checker_reports_each_kind_of_anomaly() {
     );
 }
 
+/// A lab leaves nothing behind when dropped, also when its test panics.
+#[test]
+fn a_network_lab_removes_its_namespaces_and_links_when_dropped() {
+    if let Some(reason) = Lab::unavailable() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let listed = || {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .expect("ip netns list");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let names = std::panic::catch_unwind(|| {
+        let lab = Lab::new(2);
+        let names = lab.namespaces();
+        assert!(names.iter().all(|n| listed().contains(n.as_str())), "{}", listed());
+        lab.cut(1, 2);
+        lab.cut_from_host(1);
+        std::panic::panic_any(names)
+    })
+    .expect_err("the closure panics")
+    .downcast::<Vec<String>>()
+    .expect("the names");
+    let now = listed();
+    assert!(names.iter().all(|n| !now.contains(n.as_str())), "left behind: {now}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r01_smoke_loses_nothing_without_faults() {
     let _serial = SERIAL.lock().await;

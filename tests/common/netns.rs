@@ -114,6 +114,13 @@ impl Lab {
         lab
     }
 
+    /// The hub's and the brokers' namespace names.
+    pub fn namespaces(&self) -> Vec<String> {
+        std::iter::once(self.hub.clone())
+            .chain(self.brokers.iter().cloned())
+            .collect()
+    }
+
     /// The test's (ZooKeeper's and the clients') address on the bridge.
     pub fn host_ip(&self) -> String {
         format!("10.213.{}.254", self.subnet)
