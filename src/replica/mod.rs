@@ -18,6 +18,7 @@ pub mod delete_records;
 pub mod error;
 pub mod fetch;
 pub mod fetcher;
+pub mod io;
 pub mod isr;
 pub mod isr_writer;
 pub mod partition;

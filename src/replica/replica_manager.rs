@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::error::ReplicaError;
 use super::fetcher::{FetcherConfig, FetcherManager};
+use super::io::IoExecutor;
 use super::partition::{IsrProposal, IsrWriteOutcome, Partition, PartitionState, StoredState};
 use super::purgatory::Purgatory;
 use crate::log::lock_order::assert_no_log_lock;
@@ -71,6 +72,8 @@ pub struct ReplicaManager {
     config: ReplicaConfig,
     /// Parked fetches and acks=all produces, keyed by partition.
     purgatory: Arc<Purgatory>,
+    /// Where disk work runs: one thread and queue per log dir.
+    io: IoExecutor,
     /// Bumped whenever a hosted partition may have gained or lost leadership (LeaderAndIsr, a
     /// state znode applied, StopReplica, a failed log dir): what the group coordinator watches.
     leadership: watch::Sender<u64>,
@@ -116,6 +119,7 @@ impl ReplicaManager {
             broker_epoch: AtomicI64::new(-1),
             config,
             purgatory: Arc::new(Purgatory::default()),
+            io: IoExecutor::default(),
             leadership: watch::channel(0).0,
             fetchers: FetcherManager::new(fetcher_config),
             endpoints: RwLock::new(HashMap::new()),
@@ -123,6 +127,16 @@ impl ReplicaManager {
             checkpointed_hws: Mutex::new(checkpointed_hws),
             drop_leader_and_isr: AtomicBool::new(false),
         }
+    }
+
+    /// Runs `work` on the I/O thread of `dir` (a partition's [`Partition::log_dir`]; None:
+    /// no disk involved, in place). A panic there is UNKNOWN_SERVER_ERROR.
+    pub async fn run_io<T: Send + 'static>(
+        &self,
+        dir: Option<&Path>,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ReplicaError> {
+        self.io.run(dir, work).await
     }
 
     pub fn local(&self) -> BrokerId {
@@ -375,8 +389,7 @@ impl ReplicaManager {
     }
 
     fn is_offline(&self, partition: &Partition) -> bool {
-        let root = lock(&partition.log()).root().to_path_buf();
-        self.log_manager.failures().is_offline(&root)
+        self.log_manager.failures().is_offline(partition.log_dir())
     }
 
     /// The safety net: a state znode of a hosted partition holds a newer leader epoch than we
