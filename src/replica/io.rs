@@ -20,20 +20,9 @@ use tokio::sync::oneshot;
 
 use super::error::ReplicaError;
 
-/// How long the caller spins for the answer before parking its task.
+/// How long the caller spins for the answer before parking its task. Measured against none
+/// (BENCHMARKS.md, "Per request"): no difference for acks=1, fewer µs per acks=-1 request.
 const SPIN: Duration = Duration::from_micros(20);
-
-// EXPERIMENT (removed before merge): KASTLE_IO_SPIN_US overrides SPIN for measurements.
-fn spin() -> Duration {
-    static SPIN_US: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *SPIN_US.get_or_init(|| {
-        std::env::var("KASTLE_IO_SPIN_US")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map(Duration::from_micros)
-            .unwrap_or(SPIN)
-    })
-}
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -124,17 +113,16 @@ impl IoExecutor {
         queue.push(Box::new(move || {
             let _ = tx.send(catch(work));
         }));
-        let spin = spin();
         let started = Instant::now();
         let mut spins = 0u32;
-        while !spin.is_zero() {
+        loop {
             match rx.try_recv() {
                 Ok(answer) => return answer,
                 Err(oneshot::error::TryRecvError::Closed) => return Err(lost()),
                 Err(oneshot::error::TryRecvError::Empty) => {}
             }
             spins += 1;
-            if spins % 32 == 0 && started.elapsed() >= spin {
+            if spins % 32 == 0 && started.elapsed() >= SPIN {
                 break;
             }
             std::hint::spin_loop();
