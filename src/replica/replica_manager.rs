@@ -21,7 +21,7 @@ use super::partition::{IsrProposal, IsrWriteOutcome, Partition, PartitionState, 
 use super::purgatory::Purgatory;
 use crate::log::lock_order::assert_no_log_lock;
 use crate::log::log_manager::{lock, LogManager};
-use crate::types::{BrokerId, TopicPartition};
+use crate::types::{BrokerId, FastMap, TopicPartition};
 
 /// One partition of a LeaderAndIsr request, already unpacked from its wire form.
 #[derive(Debug, Clone)]
@@ -65,7 +65,7 @@ impl Default for ReplicaConfig {
 pub struct ReplicaManager {
     local: BrokerId,
     log_manager: Arc<LogManager>,
-    partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
+    partitions: RwLock<FastMap<TopicPartition, Arc<Partition>>>,
     controller_epoch: AtomicI32,
     /// This broker's current epoch (czxid of its registration); older requests are refused.
     broker_epoch: AtomicI64,
@@ -114,7 +114,7 @@ impl ReplicaManager {
         ReplicaManager {
             local,
             log_manager,
-            partitions: RwLock::new(HashMap::new()),
+            partitions: RwLock::new(FastMap::default()),
             controller_epoch: AtomicI32::new(-1),
             broker_epoch: AtomicI64::new(-1),
             config,
@@ -176,12 +176,12 @@ impl ReplicaManager {
     }
 
     /// The partition map (a registry: see [`crate::log::lock_order`]).
-    fn partitions(&self) -> std::sync::RwLockReadGuard<'_, HashMap<TopicPartition, Arc<Partition>>> {
+    fn partitions(&self) -> std::sync::RwLockReadGuard<'_, FastMap<TopicPartition, Arc<Partition>>> {
         assert_no_log_lock("the ReplicaManager's partition map");
         self.partitions.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn partitions_mut(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<TopicPartition, Arc<Partition>>> {
+    fn partitions_mut(&self) -> std::sync::RwLockWriteGuard<'_, FastMap<TopicPartition, Arc<Partition>>> {
         assert_no_log_lock("the ReplicaManager's partition map");
         self.partitions.write().unwrap_or_else(|p| p.into_inner())
     }
