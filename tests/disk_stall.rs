@@ -4,6 +4,8 @@
 //! broker's ZooKeeper session (1.5 s timeout, so a runtime blocked for 2 s loses it) survives
 //! with its registration unchanged. If appends ran on the async workers, two stalled produces
 //! would block both workers of this two-worker runtime, and nothing else would be answered.
+//! With two log dirs, a stalled one holds up only the produces into it: the other dir's
+//! partitions keep being appended to meanwhile (each dir has its own I/O thread and queue).
 
 mod common;
 
@@ -37,12 +39,16 @@ const NEVER_LATER_THAN: Duration = Duration::from_millis(400);
 const PRODUCERS: usize = 4;
 
 fn produce_request() -> ProduceRequest {
+    produce_to("stalled")
+}
+
+fn produce_to(topic: &'static str) -> ProduceRequest {
     let batch = build_batch(0, -1, &[(None, Some(&b"slow disk"[..]))], kastle::clock::now_ms());
     ProduceRequest::default()
         .with_acks(1)
         .with_timeout_ms(30_000)
         .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(StrBytes::from_static_str("stalled")))
+            .with_name(TopicName(StrBytes::from_static_str(topic)))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
                 .with_records(Some(batch.into()))])])
@@ -172,5 +178,110 @@ async fn a_stalled_log_dir_delays_neither_other_connections_nor_the_zookeeper_se
         "the broker's registration was lost or renewed"
     );
     assert_eq!(broker.broker_epoch(), epoch);
+    broker.shutdown().await.expect("shutdown");
+}
+
+/// Appends to a partition in a healthy log dir are answered at once while every write in the
+/// broker's other log dir takes 2 s and produces into that dir queue behind the stall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_log_dir_does_not_hold_up_appends_in_another_log_dir() {
+    let chroot = unique_chroot("diskstall2");
+    let root = tempfile::tempdir().expect("tempdir");
+    let dirs = [root.path().join("a"), root.path().join("b")];
+    let spec = BrokerSpec::new(6, &zookeeper().connect(&chroot)).session_timeout_ms(6_000);
+    let mut pairs = spec.pairs(&dirs[0]);
+    for (key, value) in pairs.iter_mut() {
+        if key == "log.dirs" {
+            *value = format!("{},{}", dirs[0].display(), dirs[1].display());
+        }
+    }
+    let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let broker = Broker::start(&KafkaConfig::from_pairs(&refs).expect("config"))
+        .await
+        .expect("start");
+    let addr = format!("127.0.0.1:{}", broker.advertised_endpoints()[0].port);
+    let zk = broker.zk_session().clone();
+    let mut tps = Vec::new();
+    for topic in ["stalled", "healthy"] {
+        zk.create(
+            &format!("/brokers/topics/{topic}"),
+            br#"{"version":1,"partitions":{"0":[6]}}"#,
+            CreateMode::Persistent,
+        )
+        .await
+        .expect("topic");
+        let tp = TopicPartition {
+            topic: topic.into(),
+            partition: 0,
+        };
+        wait_until(Duration::from_secs(20), "broker 6 to lead the partition", || async {
+            broker.replica_manager().partition(&tp).is_some_and(|p| p.is_leader())
+        })
+        .await;
+        tps.push(tp);
+    }
+    let dir_of = |tp: &TopicPartition| {
+        broker
+            .replica_manager()
+            .partition(tp)
+            .expect("hosted")
+            .log_dir()
+            .to_path_buf()
+    };
+    let (slow, fast) = (dir_of(&tps[0]), dir_of(&tps[1]));
+    assert_ne!(slow, fast, "the two partitions are in different log dirs");
+
+    let mut healthy = Wire::connect(&addr).await;
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let mut wire = Wire::connect(&addr).await;
+        assert_eq!(first_error(&wire.send(&produce_to("stalled"), 7).await), 0);
+        stalled.push(wire);
+    }
+    assert_eq!(first_error(&healthy.send(&produce_to("healthy"), 7).await), 0);
+
+    broker.log_manager().faults().stall_dir(&slow, STALL);
+    let started = Instant::now();
+    let mut produces = tokio::task::JoinSet::new();
+    for mut wire in stalled {
+        produces.spawn(async move { first_error(&wire.send(&produce_to("stalled"), 7).await) });
+    }
+    // Until the first stalled write ends: every append in the healthy dir is answered at once.
+    let mut latencies = Vec::new();
+    while started.elapsed() < STALL * 3 / 4 {
+        let sent = Instant::now();
+        let answer = tokio::time::timeout(STALL, healthy.send(&produce_to("healthy"), 7))
+            .await
+            .map(|r| first_error(&r));
+        latencies.push(sent.elapsed());
+        assert_eq!(answer, Ok(0), "a produce into the healthy dir was answered");
+    }
+    assert!(
+        latencies.len() >= 10,
+        "appends went on in the healthy dir meanwhile ({} of them)",
+        latencies.len()
+    );
+    broker.log_manager().faults().stall_dir(&slow, Duration::ZERO);
+    while let Some(code) = produces.join_next().await {
+        assert_eq!(
+            code.expect("producer task"),
+            0,
+            "the stalled produces succeed in the end"
+        );
+    }
+    assert!(
+        started.elapsed() >= STALL,
+        "the stalled produces waited for the stalled disk"
+    );
+    let late = latencies.iter().filter(|l| **l > ANSWER_WITHIN).count();
+    let worst = latencies.iter().max().copied().unwrap_or_default();
+    eprintln!(
+        "{} healthy-dir produces during the stall: worst {worst:?}, {late} over {ANSWER_WITHIN:?}",
+        latencies.len()
+    );
+    assert!(
+        late * 1000 <= latencies.len() * LATE_PER_MILLE && worst <= NEVER_LATER_THAN,
+        "appends in the healthy log dir waited for the stalled one: {latencies:?}"
+    );
     broker.shutdown().await.expect("shutdown");
 }

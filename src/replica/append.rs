@@ -1,5 +1,5 @@
 //! `ReplicaManager::append_records` (Kafka's `appendRecords`): appends each partition's batches
-//! as leader off the async workers (`run_blocking`), tells the purgatory what moved (waking
+//! as leader on the I/O threads of their log dirs ([`super::io`]), tells the purgatory what moved (waking
 //! only the fetches parked on those partitions), and for acks=-1 parks the produce as a
 //! `DelayedProduce` until the high watermark passes every appended offset, the leadership
 //! changes, the ISR drops below min.insync.replicas, or the timeout passes. Everything that
@@ -17,6 +17,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::error::ReplicaError;
+use super::io::dir_runs;
 use super::partition::Partition;
 use super::purgatory::{Parked, ProduceWatch, Purgatory};
 use super::replica_manager::ReplicaManager;
@@ -80,7 +81,8 @@ impl From<&LogAppendInfo> for AppendedInfo {
 }
 
 /// Appends on the I/O executor: per partition, the append's outcome (with its leader epoch).
-type Outcomes = Vec<(Option<Arc<Partition>>, Result<(LogAppendInfo, i32), ReplicaError>)>;
+type Outcome = (Option<Arc<Partition>>, Result<(LogAppendInfo, i32), ReplicaError>);
+type Outcomes = Vec<Outcome>;
 
 /// What the I/O executor hands back: the outcomes and, for acks=-1, the produce already parked.
 struct AppendPass {
@@ -128,68 +130,91 @@ impl ReplicaManager {
             work.push((self.partition(&e.tp), e.records, self.min_insync_replicas(&e.tp)));
             tps.push(e.tp);
         }
-        let purgatory = Arc::clone(self.purgatory());
-        let pass = match run_blocking(move || append_all(&purgatory, work, acks)).await {
-            Ok(pass) => pass,
-            Err(error) => {
-                return Appended::Done(
-                    tps.into_iter()
-                        .map(|tp| AppendResult {
-                            tp,
-                            error: Some(error.clone()),
-                            info: None,
-                        })
-                        .collect(),
-                )
+        // Each run of partitions in one log dir is appended on that dir's I/O thread.
+        let runs = dir_runs(work.iter().map(|(p, _, _)| p.as_deref().map(Partition::log_dir)));
+        let mut results = Vec::with_capacity(tps.len());
+        let mut parked = Vec::new();
+        let mut tps = tps.into_iter();
+        for len in runs {
+            let run: Vec<_> = if len == work.len() {
+                std::mem::take(&mut work)
+            } else {
+                work.drain(..len).collect()
+            };
+            let dir = run.iter().find_map(|(p, _, _)| p.clone());
+            let purgatory = Arc::clone(self.purgatory());
+            let pass = self
+                .run_io(dir.as_deref().map(Partition::log_dir), move || {
+                    append_all(&purgatory, run, acks)
+                })
+                .await;
+            let tps = tps.by_ref().take(len);
+            match pass {
+                Ok(pass) => {
+                    results.extend(
+                        pass.outcomes
+                            .into_iter()
+                            .zip(tps)
+                            .map(|(outcome, tp)| result_of(tp, outcome)),
+                    );
+                    parked.extend(pass.parked);
+                }
+                Err(error) => results.extend(tps.map(|tp| AppendResult {
+                    tp,
+                    error: Some(error.clone()),
+                    info: None,
+                })),
             }
-        };
-        let results: Vec<AppendResult> = pass
-            .outcomes
-            .into_iter()
-            .zip(tps)
-            .map(|((partition, outcome), tp)| match (partition, outcome) {
-                (Some(_), Ok((info, _))) => AppendResult {
-                    tp,
-                    error: None,
-                    info: Some(AppendedInfo::from(&info)),
-                },
-                (_, Err(error)) => AppendResult {
-                    tp,
-                    error: Some(error),
-                    info: None,
-                },
-                (None, Ok(_)) => AppendResult {
-                    tp,
-                    error: Some(ReplicaError::UnknownTopicOrPartition),
-                    info: None,
-                },
-            })
-            .collect();
-        match pass.parked {
-            None => Appended::Done(results),
-            Some((parked, rx)) => Appended::Waiting(Box::pin(wait_for_replication(results, parked, rx, deadline))),
+        }
+        if parked.is_empty() {
+            Appended::Done(results)
+        } else {
+            Appended::Waiting(Box::pin(wait_for_replication(results, parked, deadline)))
         }
     }
 }
 
-/// The DelayedProduce, parked on the I/O executor right after the append: completes when every
-/// waited partition is decided or the deadline passes (REQUEST_TIMED_OUT for those still
-/// pending). Only the purgatory's lock is taken here, never a partition's.
+fn result_of(tp: TopicPartition, (partition, outcome): Outcome) -> AppendResult {
+    match (partition, outcome) {
+        (Some(_), Ok((info, _))) => AppendResult {
+            tp,
+            error: None,
+            info: Some(AppendedInfo::from(&info)),
+        },
+        (_, Err(error)) => AppendResult {
+            tp,
+            error: Some(error),
+            info: None,
+        },
+        (None, Ok(_)) => AppendResult {
+            tp,
+            error: Some(ReplicaError::UnknownTopicOrPartition),
+            info: None,
+        },
+    }
+}
+
+/// The DelayedProduce (one part per log dir the produce appended in), parked on the I/O
+/// executor right after the append: completes when every waited partition is decided or the
+/// deadline passes (REQUEST_TIMED_OUT for those still pending). Only the purgatory's lock is
+/// taken here, never a partition's.
 async fn wait_for_replication(
     mut results: Vec<AppendResult>,
-    parked: Parked,
-    mut rx: oneshot::Receiver<Vec<ProduceWatch>>,
+    parked: Vec<(Parked, oneshot::Receiver<Vec<ProduceWatch>>)>,
     deadline: tokio::time::Instant,
 ) -> Vec<AppendResult> {
-    let outcomes = match tokio::time::timeout_at(deadline, &mut rx).await {
-        Ok(outcomes) => outcomes.unwrap_or_default(),
-        Err(_) => match parked.purgatory().take_produce(&parked) {
-            Some(outcomes) => outcomes,
-            // Completed just as it expired: its answer is already sent.
-            None => rx.await.unwrap_or_default(),
-        },
-    };
-    drop(parked);
+    let mut outcomes = Vec::new();
+    for (parked, mut rx) in parked {
+        outcomes.extend(match tokio::time::timeout_at(deadline, &mut rx).await {
+            Ok(outcomes) => outcomes.unwrap_or_default(),
+            Err(_) => match parked.purgatory().take_produce(&parked) {
+                Some(outcomes) => outcomes,
+                // Completed just as it expired: its answer is already sent.
+                None => rx.await.unwrap_or_default(),
+            },
+        });
+        drop(parked);
+    }
     // The watches are in result order, one per successful append.
     let mut outcomes = outcomes.into_iter();
     for result in results.iter_mut().filter(|r| r.info.is_some()) {
@@ -243,83 +268,4 @@ fn append_all(purgatory: &Arc<Purgatory>, work: Vec<(Option<Arc<Partition>>, Byt
         parked
     });
     AppendPass { outcomes, parked }
-}
-
-/// Runs disk work off the async workers; a panic there is an internal error.
-///
-/// On the multi-threaded runtime the work runs in place with `block_in_place`: this thread
-/// hands its worker role (its run queue and the I/O driver) to another thread first, so a disk
-/// that stalls holds up only this task, never the other connections. When the work is quick
-/// (the usual append or read: a few µs) the thread takes its worker role back before the other
-/// thread even starts, and the task goes on without being woken from outside: one thread wake-up
-/// per request instead of the four of a round trip through `spawn_blocking` (its queue, a
-/// blocking thread, then waking the task and a worker again), which tripled broker CPU per
-/// small request. Other futures of the same task wait meanwhile (they would be waiting for this
-/// work anyway). A current-thread runtime (unit tests) cannot hand its worker role over: there
-/// the work goes to `spawn_blocking`.
-pub(super) async fn run_blocking<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ReplicaError> {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    let in_place = Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
-    if in_place {
-        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tokio::task::block_in_place(work))).map_err(
-            |_| {
-                tracing::error!("disk work panicked");
-                ReplicaError::UnknownServerError
-            },
-        );
-    }
-    tokio::task::spawn_blocking(work).await.map_err(|e| {
-        tracing::error!(error = %e, "disk work failed on the I/O executor");
-        ReplicaError::UnknownServerError
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::{Duration, Instant};
-
-    use super::run_blocking;
-
-    /// On the multi-threaded runtime the work runs on the calling thread (no round trip through
-    /// another thread and back), yet a slow one does not hold up other tasks, even with a single
-    /// worker: that worker's role moves to another thread meanwhile.
-    #[test]
-    fn disk_work_runs_in_place_without_holding_up_other_tasks() {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async {
-            let ticker = tokio::spawn(async {
-                let mut ticks = 0u32;
-                let started = Instant::now();
-                while started.elapsed() < Duration::from_millis(300) {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    ticks += 1;
-                }
-                ticks
-            });
-            let (caller, worker) = tokio::spawn(async {
-                let caller = std::thread::current().id();
-                let worker = run_blocking(|| {
-                    std::thread::sleep(Duration::from_millis(400)); // a stalled disk
-                    std::thread::current().id()
-                })
-                .await
-                .expect("ran");
-                (caller, worker)
-            })
-            .await
-            .expect("task");
-            assert_eq!(caller, worker, "the work ran in place");
-            let ticks = ticker.await.expect("ticker");
-            assert!(
-                ticks >= 20,
-                "other tasks ran meanwhile ({ticks} ticks of 5 ms in 300 ms)"
-            );
-        });
-    }
 }

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::append::run_blocking;
+use super::io::dir_runs;
 use super::partition::delete_records::DeletedRecords;
 use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
@@ -56,24 +56,31 @@ impl ReplicaManager {
         alive: IsAlive,
     ) -> Vec<DeleteRecordsOutcome> {
         let hosted: Vec<Option<Arc<Partition>>> = requests.iter().map(|(tp, _)| self.partition(tp)).collect();
-        let work_hosted = hosted.clone();
-        let offsets: Vec<i64> = requests.iter().map(|(_, offset)| *offset).collect();
-        let work_alive = alive.clone();
         let n = requests.len();
-        let deleted = run_blocking(move || {
-            work_hosted
-                .iter()
-                .zip(offsets)
-                .map(|(p, offset)| match p {
-                    None => Err(ec::NOT_LEADER_OR_FOLLOWER),
-                    Some(p) => p
-                        .delete_records_on_leader(offset, &*work_alive)
-                        .map_err(|e| e.error_code()),
+        // Each run of partitions in one log dir on that dir's I/O thread.
+        let mut deleted: Vec<Result<DeletedRecords, i16>> = Vec::with_capacity(n);
+        let mut from = 0;
+        for len in dir_runs(hosted.iter().map(|p| p.as_deref().map(Partition::log_dir))) {
+            let range = from..from + len;
+            from += len;
+            let run = hosted[range.clone()].to_vec();
+            let offsets: Vec<i64> = requests[range].iter().map(|(_, offset)| *offset).collect();
+            let dir = run.iter().flatten().next().cloned();
+            let alive = alive.clone();
+            let done = self
+                .run_io(dir.as_deref().map(Partition::log_dir), move || {
+                    run.iter()
+                        .zip(offsets)
+                        .map(|(p, offset)| match p {
+                            None => Err(ec::NOT_LEADER_OR_FOLLOWER),
+                            Some(p) => p.delete_records_on_leader(offset, &*alive).map_err(|e| e.error_code()),
+                        })
+                        .collect::<Vec<_>>()
                 })
-                .collect::<Vec<Result<DeletedRecords, i16>>>()
-        })
-        .await
-        .unwrap_or_else(|e| vec![Err(e.error_code()); n]);
+                .await
+                .unwrap_or_else(|e| vec![Err(e.error_code()); len]);
+            deleted.extend(done);
+        }
         let mut outcomes = Vec::with_capacity(n);
         let mut pending = Vec::new();
         for (index, (result, partition)) in deleted.into_iter().zip(hosted).enumerate() {

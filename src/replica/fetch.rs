@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::append::run_blocking;
 use super::error::ReplicaError;
+use super::io::dir_runs;
 use super::partition::{IsrProposal, Partition};
 use super::purgatory::{FetchBound, FetchWatch, Purgatory};
 use super::replica_manager::ReplicaManager;
@@ -188,7 +188,8 @@ impl ReplicaManager {
         })
     }
 
-    /// Reads every partition on the I/O executor, sharing the response byte budget in order.
+    /// Reads every partition on the I/O executor (each run of partitions in one log dir on that
+    /// dir's thread, one run after the other), sharing the response byte budget in order.
     async fn read_pass(
         &self,
         params: &FetchParams,
@@ -196,19 +197,46 @@ impl ReplicaManager {
         partitions: &Arc<Vec<FetchPartition>>,
         bound: FetchBound,
     ) -> ReadPass {
-        let hosted = hosted.to_vec();
-        let wanted = partitions.clone();
-        let params = params.clone();
-        let min_isrs: Vec<i32> = wanted.iter().map(|w| self.min_insync_replicas(&w.tp)).collect();
-        let purgatory = Arc::clone(self.purgatory());
-        let n = wanted.len();
-        run_blocking(move || read_all(&purgatory, &params, bound, &hosted, &wanted, &min_isrs))
-            .await
-            .unwrap_or_else(|error| ReadPass {
-                results: vec![FetchPartitionResult::error(error); n],
-                proposals: Vec::new(),
-                starts: vec![(0, 0); n],
-            })
+        let n = partitions.len();
+        let mut budget = if params.max_bytes > 0 {
+            params.max_bytes as usize
+        } else {
+            usize::MAX
+        };
+        let mut pass = ReadPass {
+            results: Vec::with_capacity(n),
+            proposals: Vec::new(),
+            starts: Vec::with_capacity(n),
+        };
+        let mut from = 0;
+        for len in dir_runs(hosted.iter().map(|p| p.as_deref().map(Partition::log_dir))) {
+            let range = from..from + len;
+            from += len;
+            let run = hosted[range.clone()].to_vec();
+            let dir = run.iter().flatten().next().cloned();
+            let wanted = partitions.clone();
+            let params = params.clone();
+            let min_isrs: Vec<i32> = wanted[range.clone()]
+                .iter()
+                .map(|w| self.min_insync_replicas(&w.tp))
+                .collect();
+            let purgatory = Arc::clone(self.purgatory());
+            let read = self
+                .run_io(dir.as_deref().map(Partition::log_dir), move || {
+                    read_all(&purgatory, &params, bound, &run, &wanted[range], &min_isrs, budget)
+                })
+                .await
+                .unwrap_or_else(|error| ReadPass {
+                    results: vec![FetchPartitionResult::error(error); len],
+                    proposals: Vec::new(),
+                    starts: vec![(0, 0); len],
+                });
+            budget = budget.saturating_sub(read.results.iter().map(FetchPartitionResult::size).sum());
+            pass.results.extend(read.results);
+            pass.proposals.extend(read.proposals);
+            pass.starts.extend(read.starts);
+        }
+        pass
     }
 }
 
@@ -222,12 +250,8 @@ fn read_all(
     hosted: &[Option<Arc<Partition>>],
     wanted: &[FetchPartition],
     min_isrs: &[i32],
+    mut budget: usize,
 ) -> ReadPass {
-    let mut budget = if params.max_bytes > 0 {
-        params.max_bytes as usize
-    } else {
-        usize::MAX
-    };
     let mut pass = ReadPass {
         results: Vec::with_capacity(wanted.len()),
         proposals: Vec::new(),

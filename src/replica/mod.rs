@@ -6,8 +6,8 @@
 //! [`state_watch`] applies newer leader epochs found in the state znodes. Producers' and the
 //! group coordinator's appends go through [`append`] (`append_records`), consumers' and
 //! followers' reads through [`fetch`] (`fetch_messages`), both doing their disk work (and
-//! anything that may wait for a partition's lock) off the async workers: in place, with the
-//! thread's worker role handed over first (`append::run_blocking`). What waits for replication
+//! anything that may wait for a partition's lock) off the async workers, on the I/O thread of
+//! the partition's log dir ([`io`], one queue per dir). What waits for replication
 //! or data parks in [`purgatory`], keyed by partition. Their refusals and failures are
 //! [`ReplicaError`]s, which become Kafka codes only where a response is built.
 //! [`delete_records`] moves leaders' log start offsets (DeleteRecords) and waits for the
@@ -18,6 +18,7 @@ pub mod delete_records;
 pub mod error;
 pub mod fetch;
 pub mod fetcher;
+pub mod io;
 pub mod isr;
 pub mod isr_writer;
 pub mod partition;

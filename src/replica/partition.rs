@@ -18,6 +18,7 @@
 //! must not slip in between the leader check and the write.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use bytes::Bytes;
@@ -124,6 +125,8 @@ pub struct Partition {
     pub tp: TopicPartition,
     pub topic_id: uuid::Uuid,
     local: BrokerId,
+    /// The log dir the partition's log lives in (whose I/O thread does its disk work).
+    log_dir: PathBuf,
     inner: Mutex<Inner>,
     /// Bumped when a follower reports a higher log start (see `delete_records`).
     log_starts_seen: tokio::sync::watch::Sender<u64>,
@@ -139,11 +142,15 @@ impl Partition {
         log: SharedLog,
         high_watermark: i64,
     ) -> Self {
-        let leo = lock(&log).log_end_offset();
+        let (leo, log_dir) = {
+            let l = lock(&log);
+            (l.log_end_offset(), l.root().to_path_buf())
+        };
         Partition {
             tp,
             topic_id,
             local,
+            log_dir,
             inner: Mutex::new(Inner {
                 state,
                 log,
@@ -183,6 +190,11 @@ impl Partition {
     /// bump under the same leader does not.
     pub fn leader_since_epoch(&self) -> i32 {
         self.inner().leader_since_epoch
+    }
+
+    /// The log dir this partition's log lives in.
+    pub fn log_dir(&self) -> &Path {
+        &self.log_dir
     }
 
     pub fn log(&self) -> SharedLog {

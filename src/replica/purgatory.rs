@@ -20,13 +20,12 @@
 //! deadline: it takes its operation back out ([`Purgatory::take_produce`], the [`Parked`] guard).
 //! The lock here is taken after any partition lock is released, never the other way round.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
 use super::error::ReplicaError;
-use crate::types::TopicPartition;
+use crate::types::{FastMap, FastSet, TopicPartition};
 
 /// What a fetch reads up to: consumers the high watermark, follower replicas the log end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,17 +197,17 @@ struct ParkedProduce {
 #[derive(Debug, Default)]
 struct Watched {
     positions: Option<PartitionPositions>,
-    fetches: HashSet<u64>,
-    produces: HashSet<u64>,
+    fetches: FastSet<u64>,
+    produces: FastSet<u64>,
     wakeups: WakeCounts,
 }
 
 #[derive(Debug, Default)]
 struct State {
     next_id: u64,
-    partitions: HashMap<TopicPartition, Watched>,
-    fetches: HashMap<u64, ParkedFetch>,
-    produces: HashMap<u64, ParkedProduce>,
+    partitions: FastMap<TopicPartition, Watched>,
+    fetches: FastMap<u64, ParkedFetch>,
+    produces: FastMap<u64, ParkedProduce>,
 }
 
 impl State {

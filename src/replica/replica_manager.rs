@@ -16,11 +16,12 @@ use tokio::sync::{mpsc, watch};
 
 use super::error::ReplicaError;
 use super::fetcher::{FetcherConfig, FetcherManager};
+use super::io::IoExecutor;
 use super::partition::{IsrProposal, IsrWriteOutcome, Partition, PartitionState, StoredState};
 use super::purgatory::Purgatory;
 use crate::log::lock_order::assert_no_log_lock;
 use crate::log::log_manager::{lock, LogManager};
-use crate::types::{BrokerId, TopicPartition};
+use crate::types::{BrokerId, FastMap, TopicPartition};
 
 /// One partition of a LeaderAndIsr request, already unpacked from its wire form.
 #[derive(Debug, Clone)]
@@ -64,13 +65,15 @@ impl Default for ReplicaConfig {
 pub struct ReplicaManager {
     local: BrokerId,
     log_manager: Arc<LogManager>,
-    partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
+    partitions: RwLock<FastMap<TopicPartition, Arc<Partition>>>,
     controller_epoch: AtomicI32,
     /// This broker's current epoch (czxid of its registration); older requests are refused.
     broker_epoch: AtomicI64,
     config: ReplicaConfig,
     /// Parked fetches and acks=all produces, keyed by partition.
     purgatory: Arc<Purgatory>,
+    /// Where disk work runs: one thread and queue per log dir.
+    io: IoExecutor,
     /// Bumped whenever a hosted partition may have gained or lost leadership (LeaderAndIsr, a
     /// state znode applied, StopReplica, a failed log dir): what the group coordinator watches.
     leadership: watch::Sender<u64>,
@@ -111,11 +114,12 @@ impl ReplicaManager {
         ReplicaManager {
             local,
             log_manager,
-            partitions: RwLock::new(HashMap::new()),
+            partitions: RwLock::new(FastMap::default()),
             controller_epoch: AtomicI32::new(-1),
             broker_epoch: AtomicI64::new(-1),
             config,
             purgatory: Arc::new(Purgatory::default()),
+            io: IoExecutor::default(),
             leadership: watch::channel(0).0,
             fetchers: FetcherManager::new(fetcher_config),
             endpoints: RwLock::new(HashMap::new()),
@@ -123,6 +127,16 @@ impl ReplicaManager {
             checkpointed_hws: Mutex::new(checkpointed_hws),
             drop_leader_and_isr: AtomicBool::new(false),
         }
+    }
+
+    /// Runs `work` on the I/O thread of `dir` (a partition's [`Partition::log_dir`]; None:
+    /// no disk involved, in place). A panic there is UNKNOWN_SERVER_ERROR.
+    pub async fn run_io<T: Send + 'static>(
+        &self,
+        dir: Option<&Path>,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ReplicaError> {
+        self.io.run(dir, work).await
     }
 
     pub fn local(&self) -> BrokerId {
@@ -162,12 +176,12 @@ impl ReplicaManager {
     }
 
     /// The partition map (a registry: see [`crate::log::lock_order`]).
-    fn partitions(&self) -> std::sync::RwLockReadGuard<'_, HashMap<TopicPartition, Arc<Partition>>> {
+    fn partitions(&self) -> std::sync::RwLockReadGuard<'_, FastMap<TopicPartition, Arc<Partition>>> {
         assert_no_log_lock("the ReplicaManager's partition map");
         self.partitions.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn partitions_mut(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<TopicPartition, Arc<Partition>>> {
+    fn partitions_mut(&self) -> std::sync::RwLockWriteGuard<'_, FastMap<TopicPartition, Arc<Partition>>> {
         assert_no_log_lock("the ReplicaManager's partition map");
         self.partitions.write().unwrap_or_else(|p| p.into_inner())
     }
@@ -375,8 +389,7 @@ impl ReplicaManager {
     }
 
     fn is_offline(&self, partition: &Partition) -> bool {
-        let root = lock(&partition.log()).root().to_path_buf();
-        self.log_manager.failures().is_offline(&root)
+        self.log_manager.failures().is_offline(partition.log_dir())
     }
 
     /// The safety net: a state znode of a hosted partition holds a newer leader epoch than we

@@ -22,7 +22,7 @@ use super::{loader, partition_for, schema, OFFSETS_TOPIC};
 use crate::clock::now_ms;
 use crate::protocol::test_support::{build_batch, KeyValue};
 use crate::replica::append::AppendPartition;
-use crate::replica::ReplicaManager;
+use crate::replica::{Partition, ReplicaManager};
 use crate::server::metadata_cache::MetadataCache;
 use crate::types::TopicPartition;
 
@@ -333,6 +333,33 @@ impl GroupCoordinator {
         }
     }
 
+    /// Reads the partition's log into groups, each chunk one operation on its log dir's I/O
+    /// thread (between chunks that dir's appends and reads go on).
+    async fn load_chunks(&self, part: &Arc<Partition>, chunk: usize) -> Result<loader::LoadState, String> {
+        let dir = Some(part.log_dir());
+        let log = part.log();
+        let mut loading = self
+            .replica_manager
+            .run_io(dir, move || loader::Loading::start(&log))
+            .await
+            .map_err(|e| e.to_string())?;
+        loop {
+            let log = part.log();
+            let (back, more) = self
+                .replica_manager
+                .run_io(dir, move || {
+                    let more = loading.step(&log, chunk);
+                    (loading, more)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            loading = back;
+            if !more.map_err(|e| e.to_string())? {
+                return Ok(loading.state);
+            }
+        }
+    }
+
     async fn load(self: Arc<Self>, partition: i32, epoch: i32) {
         let tp = TopicPartition {
             topic: OFFSETS_TOPIC.to_string(),
@@ -344,16 +371,13 @@ impl GroupCoordinator {
         };
         let started = std::time::Instant::now();
         let chunk = self.config.load_buffer_size;
-        let log = part.log();
-        let loaded = tokio::task::spawn_blocking(move || loader::load_log(&log, chunk)).await;
-        let state = match loaded {
-            Ok(Ok(state)) => state,
-            Ok(Err(e)) => {
+        let state = match self.load_chunks(&part, chunk).await {
+            Ok(state) => state,
+            Err(e) => {
                 tracing::error!(partition, error = %e, "loading an offsets partition failed");
                 self.lock().slots.remove(&partition);
                 return;
             }
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
         };
         let (records, skipped) = (state.records, state.skipped);
         let groups = state.into_groups(now_ms());

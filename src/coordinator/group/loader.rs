@@ -3,7 +3,7 @@
 //! end, in order, the latest value per key winning and tombstones removing. Groups with a stored
 //! generation come back Stable with fresh sessions; groups known only by offsets come back Empty.
 //!
-//! `apply_record` is the pure part; `load_log` walks a log in chunks of
+//! `apply_record` is the pure part; [`Loading`] walks a log in chunks of
 //! `offsets.load.buffer.size`, holding the log's lock only for each read.
 
 use std::collections::BTreeMap;
@@ -82,15 +82,41 @@ impl LoadState {
 
 /// Reads the whole log of an offsets partition.
 pub fn load_log(log: &SharedLog, chunk_bytes: usize) -> Result<LoadState, LogError> {
-    let mut state = LoadState::default();
-    let (mut offset, end) = {
+    let mut loading = Loading::start(log);
+    while loading.step(log, chunk_bytes)? {}
+    Ok(loading.state)
+}
+
+/// A load in progress, one chunk at a time: the coordinator runs each step as its own operation
+/// on the log dir's I/O thread, so a long load does not hold up that dir's appends meanwhile.
+#[derive(Debug)]
+pub struct Loading {
+    pub state: LoadState,
+    offset: i64,
+    end: i64,
+}
+
+impl Loading {
+    /// From the log start to the log end as of now.
+    pub fn start(log: &SharedLog) -> Self {
         let l = lock(log);
-        (l.log_start_offset(), l.log_end_offset())
-    };
-    while offset < end {
+        Loading {
+            state: LoadState::default(),
+            offset: l.log_start_offset(),
+            end: l.log_end_offset(),
+        }
+    }
+
+    /// Reads and applies the next chunk of at most `chunk_bytes` (at least one whole batch);
+    /// false once the log end is reached.
+    pub fn step(&mut self, log: &SharedLog, chunk_bytes: usize) -> Result<bool, LogError> {
+        let (offset, end, state) = (self.offset, self.end, &mut self.state);
+        if offset >= end {
+            return Ok(false);
+        }
         let bytes = lock(log).read(offset, chunk_bytes, end, true)?;
         if bytes.is_empty() {
-            break;
+            return Ok(false);
         }
         let mut next = offset;
         for item in BatchScanner::without_crc(&bytes) {
@@ -128,11 +154,11 @@ pub fn load_log(log: &SharedLog, chunk_bytes: usize) -> Result<LoadState, LogErr
             }
         }
         if next <= offset {
-            break;
+            return Ok(false);
         }
-        offset = next;
+        self.offset = next;
+        Ok(true)
     }
-    Ok(state)
 }
 
 #[cfg(test)]
