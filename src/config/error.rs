@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::config::value::Source;
+use crate::config::SecurityProtocol;
 
 /// A config that cannot be loaded. Messages name the key, the offending value and its origin.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +70,17 @@ pub enum ConfigError {
     /// An SSL listener whose TLS settings cannot work (no keystore, a bad `ssl.*` value).
     #[error("cannot serve SSL listener \"{listener}\": {problem}")]
     TlsListener { listener: String, problem: String },
+
+    /// The inter-broker listener is a TLS one, but brokers could not verify each other (no
+    /// truststore, a bad `ssl.*` value).
+    #[error(
+        "brokers cannot connect to each other on the inter-broker listener \"{listener}\" ({protocol}): {problem}"
+    )]
+    InterBrokerTls {
+        listener: String,
+        protocol: SecurityProtocol,
+        problem: String,
+    },
 
     /// A SASL listener or the inter-broker SASL login that kastle cannot serve as configured
     /// (an unserved mechanism, PLAIN without users, no inter-broker login).

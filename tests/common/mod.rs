@@ -12,6 +12,7 @@
 pub mod cluster;
 pub mod docker;
 pub mod groups;
+pub mod inter_broker;
 pub mod process;
 pub mod replicas;
 pub mod wire;
