@@ -22,7 +22,10 @@ async fn a_broker_with_a_wrong_inter_broker_password_does_not_replicate_and_logs
     let security = Security::new(InterBroker::SaslPlaintext);
     security.prepare(&zk).await;
     // A follower that fetches nothing leaves the ISR after replica.lag.time.max.ms.
-    let extra = [("replica.lag.time.max.ms", "2000"), ("replica.fetch.wait.max.ms", "200")];
+    let extra = [
+        ("replica.lag.time.max.ms", "2000"),
+        ("replica.fetch.wait.max.ms", "200"),
+    ];
     let good: Vec<BrokerProcess> = (1..=2)
         .map(|id| BrokerProcess::start(&security.apply(spec(&chroot, id, &extra))))
         .collect();
@@ -74,9 +77,17 @@ async fn a_broker_with_a_wrong_inter_broker_password_does_not_replicate_and_logs
         async move { dirs.iter().all(|d| log_end(d, "guarded", 0) == 5) }
     })
     .await;
-    assert_eq!(log_end(&wrong.log_dir, "guarded", 0), 0, "broker 3 fetched data it may not");
+    assert_eq!(
+        log_end(&wrong.log_dir, "guarded", 0),
+        0,
+        "broker 3 fetched data it may not"
+    );
     let mut wrong = wrong;
-    assert!(!wrong.has_exited(), "a failed login is retried, not fatal: {}", wrong.stderr());
+    assert!(
+        !wrong.has_exited(),
+        "a failed login is retried, not fatal: {}",
+        wrong.stderr()
+    );
     zk.close().await;
 }
 

@@ -95,9 +95,7 @@ async fn acks_all_survives_the_leader(disruption: Disruption, inter_broker: Inte
     let security = Security::new(inter_broker);
     security.prepare(&zk).await;
     let extra = [("min.insync.replicas", "2")];
-    let specs: Vec<BrokerSpec> = (1..=3)
-        .map(|id| security.apply(spec(&chroot, id, &extra)))
-        .collect();
+    let specs: Vec<BrokerSpec> = (1..=3).map(|id| security.apply(spec(&chroot, id, &extra))).collect();
     let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     cluster_ready(&zk, 3).await;
     create_topic(&zk, "durable", "[1,2,3]").await;

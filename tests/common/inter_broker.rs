@@ -155,10 +155,7 @@ impl Pki {
         let mut params =
             CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).expect("params");
         params.distinguished_name.push(DnType::CommonName, "kastle broker");
-        params.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
         let cert = params.signed_by(&key, &ca_cert, &ca_key).expect("sign");
         std::fs::write(
             dir.path().join("broker.pem"),
