@@ -31,7 +31,7 @@ use tracing::{debug, trace};
 
 use super::error::ClientError;
 use super::in_flight::{CloseReason, Outgoing, Shared};
-use super::security::{authenticate, host_of, ConnectionSecurity};
+use super::security::{authenticate, host_of, relogin_at, ConnectionSecurity};
 use super::versions::{read_api_versions_reply, ApiVersionRanges, ApiVersionsReply, API_VERSIONS_FIRST_VERSION};
 use super::wire::{encode_request_frame, read_frame};
 
@@ -79,6 +79,9 @@ pub struct BrokerConnection {
     /// The broker's ranges from the handshake. Fixed for the connection's life: a broker's
     /// versions only change across a restart, which drops the connection.
     api_versions: ApiVersionRanges,
+    /// When the SASL session the broker granted is close to its end (KIP-368): from then on
+    /// the connection is not [`usable`](Self::is_usable) and its owner connects anew.
+    relogin_at: Option<Instant>,
     reader: JoinHandle<()>,
     writer: JoinHandle<()>,
 }
@@ -134,7 +137,9 @@ impl BrokerConnection {
             };
             connection.api_versions = connection.negotiate_api_versions().await?;
             if let Some(login) = &config.security.sasl {
-                authenticate(&connection, login).await?;
+                let started = Instant::now();
+                let lifetime = authenticate(&connection, login).await?;
+                connection.relogin_at = lifetime.map(|l| relogin_at(started, l));
             }
             debug!(
                 broker = %name,
@@ -170,6 +175,7 @@ impl BrokerConnection {
             client_id: StrBytes::from_string(client_id.to_owned()),
             request_timeout: config.request_timeout,
             api_versions: ApiVersionRanges::default(),
+            relogin_at: None,
             reader,
             writer,
         }
@@ -278,6 +284,12 @@ impl BrokerConnection {
     /// Whether the connection is closed (by either side); a closed connection stays closed.
     pub fn is_closed(&self) -> bool {
         self.shared.closed_at().is_some()
+    }
+
+    /// Whether new requests should go over this connection: it is open and its SASL session, if
+    /// it has a lifetime, is not about to end. Owners replace an unusable connection.
+    pub fn is_usable(&self) -> bool {
+        !self.is_closed() && self.relogin_at.is_none_or(|at| Instant::now() < at)
     }
 
     /// When the connection closed, if it has.

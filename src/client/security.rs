@@ -3,16 +3,19 @@
 //! the socket before the first byte of Kafka is sent; the SASL login (SaslHandshake v1, then
 //! SaslAuthenticate with PLAIN or SCRAM tokens) runs right after the ApiVersions handshake, as
 //! Kafka's clients do, and a refusal is a failed connect (`ClientError::Authentication`), never a
-//! connection that carries on unauthenticated.
+//! connection that carries on unauthenticated. A session with a lifetime (KIP-368) makes the
+//! connection unusable before it ends ([`relogin_at`]), so its owner connects and logs in anew.
 //!
 //! What to use comes from the broker config (`security::inter_broker`); this module only speaks.
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, SaslAuthenticateRequest, SaslHandshakeRequest};
 use kafka_protocol::protocol::StrBytes;
+use tokio::time::Instant;
 
 use super::connection::BrokerConnection;
 use super::error::ClientError;
@@ -72,7 +75,11 @@ pub(crate) fn host_of(addr: &str) -> &str {
 
 /// Logs `connection` in with `login`: SaslHandshake v1 naming the mechanism, then the
 /// mechanism's tokens in SaslAuthenticate requests until the broker accepts or refuses.
-pub(crate) async fn authenticate(connection: &BrokerConnection, login: &SaslClientConfig) -> Result<(), ClientError> {
+/// Returns the session lifetime the broker set (`connections.max.reauth.ms`, KIP-368), if any.
+pub(crate) async fn authenticate(
+    connection: &BrokerConnection,
+    login: &SaslClientConfig,
+) -> Result<Option<Duration>, ClientError> {
     let addr = connection.addr().to_string();
     let refused = |reason: String| ClientError::Authentication {
         addr: addr.clone(),
@@ -103,27 +110,37 @@ pub(crate) async fn authenticate(connection: &BrokerConnection, login: &SaslClie
                 crate::protocol::error_codes::name(answer.error_code)
             )));
         }
-        Ok(answer.auth_bytes)
+        let lifetime = u64::try_from(answer.session_lifetime_ms).ok().filter(|ms| *ms > 0);
+        Ok((answer.auth_bytes, lifetime.map(Duration::from_millis)))
     };
     match login.mechanism {
         SaslMechanism::Plain => {
             let token = format!("\0{}\0{}", login.username, login.password);
-            exchange(token.into_bytes()).await?;
+            let (_, lifetime) = exchange(token.into_bytes()).await?;
+            Ok(lifetime)
         }
         SaslMechanism::Scram(mechanism) => {
             let client = ScramClient::new(mechanism, &login.username, &login.password);
-            let server_first = exchange(client.client_first().as_bytes().to_vec()).await?;
+            let (server_first, _) = exchange(client.client_first().as_bytes().to_vec()).await?;
             let server_first = std::str::from_utf8(&server_first)
                 .map_err(|_| refused("server-first is not UTF-8".to_string()))?
                 .to_string();
             let (state, client_final) = client.client_final(&server_first).map_err(refused)?;
-            let server_final = exchange(client_final.into_bytes()).await?;
+            let (server_final, lifetime) = exchange(client_final.into_bytes()).await?;
             let server_final =
                 std::str::from_utf8(&server_final).map_err(|_| refused("server-final is not UTF-8".to_string()))?;
             state.verify_server_final(server_final).map_err(refused)?;
+            Ok(lifetime)
         }
     }
-    Ok(())
+}
+
+/// When to stop using a connection whose session lasts `lifetime` from `authenticated_at`:
+/// at 85 % of it, as Kafka's clients re-authenticate between 85 and 95 %, so no request meets
+/// an expired session. kastle logs in again on a fresh connection instead of re-authenticating
+/// the old one.
+pub(crate) fn relogin_at(authenticated_at: Instant, lifetime: Duration) -> Instant {
+    authenticated_at + lifetime.mul_f64(0.85)
 }
 
 #[cfg(test)]
@@ -135,6 +152,12 @@ mod tests {
         assert_eq!(host_of("127.0.0.1:9092"), "127.0.0.1");
         assert_eq!(host_of("broker-1.example.com:9093"), "broker-1.example.com");
         assert_eq!(host_of("[::1]:9092"), "::1");
+    }
+
+    #[test]
+    fn a_session_is_left_at_85_percent_of_its_lifetime() {
+        let now = Instant::now();
+        assert_eq!(relogin_at(now, Duration::from_secs(100)), now + Duration::from_secs(85));
     }
 
     #[test]

@@ -236,7 +236,7 @@ async fn send_loop(
         let started = std::time::Instant::now();
         let mut backoff = Duration::from_millis(50);
         loop {
-            if connection.as_ref().is_none_or(|c| c.is_closed()) {
+            if connection.as_ref().is_none_or(|c| !c.is_usable()) {
                 match BrokerConnection::connect_with(addr.as_str(), &client_id, &connection_config).await {
                     Ok(c) => connection = Some(Arc::new(c)),
                     Err(e) => {

@@ -319,7 +319,7 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
             continue;
         }
         let c = match &conn {
-            Some(c) if !c.is_closed() => c,
+            Some(c) if c.is_usable() => c,
             _ => match BrokerConnection::connect_with(addr.as_str(), &client_id, &conn_config).await {
                 Ok(c) => conn.insert(c),
                 Err(e) => {
