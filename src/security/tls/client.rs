@@ -115,3 +115,7 @@ impl ServerCertVerifier for ChainOnly {
         self.0.supported_verify_schemes()
     }
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;
