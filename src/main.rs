@@ -243,6 +243,10 @@ enum ZkCommand {
         /// The JAAS section to log in with (zookeeper.sasl.clientconfig).
         #[arg(long, value_name = "SECTION", default_value = "Client")]
         sasl_clientconfig: String,
+        /// A properties (or YAML) file with the `zookeeper.ssl.*` keys, as Kafka's tools take
+        /// it: connect over TLS as the brokers do (`zookeeper.ssl.client.enable=true`).
+        #[arg(long, value_name = "FILE")]
+        zk_tls_config_file: Option<PathBuf>,
     },
 }
 
@@ -300,12 +304,24 @@ fn main() -> ExitCode {
                 timeout_ms,
                 sasl_jaas_config_file,
                 sasl_clientconfig,
+                zk_tls_config_file,
             }) => {
+                let tls = match zk_tls_config_file
+                    .map(|file| zk_tls_settings(file, &zookeeper))
+                    .transpose()
+                {
+                    Ok(tls) => tls.flatten(),
+                    Err(e) => {
+                        eprintln!("kastle: {e:#}");
+                        return ExitCode::from(2);
+                    }
+                };
                 let security = kastle::config::ZkClientSecurity {
                     sasl: sasl_jaas_config_file.map(|jaas_file| kastle::config::ZkSaslClient {
                         jaas_file,
                         section: sasl_clientconfig,
                     }),
+                    tls,
                     set_acl: false,
                 };
                 zk_check(&zookeeper, timeout_ms, &security).await
@@ -416,6 +432,17 @@ fn start_metrics(listener: &str) -> anyhow::Result<()> {
         .with_context(|| format!("cannot serve metrics on {addr}"))?;
     tracing::info!(%addr, "Prometheus metrics on http://{addr}/metrics");
     Ok(())
+}
+
+/// The `zookeeper.ssl.*` settings of a `--zk-tls-config-file`, checked as the broker checks them.
+fn zk_tls_settings(file: PathBuf, zookeeper: &str) -> anyhow::Result<Option<kastle::security::tls::TlsSettings>> {
+    let sources = ConfigSources {
+        file: Some(file.clone()),
+        env: Vec::new(),
+        overrides: vec![format!("zookeeper.connect={zookeeper}")],
+    };
+    let config = config::load(&sources).with_context(|| format!("--zk-tls-config-file {}", file.display()))?;
+    Ok(config.zookeeper_security().tls.clone())
 }
 
 async fn zk_check(connect: &str, timeout_ms: u64, security: &kastle::config::ZkClientSecurity) -> ExitCode {

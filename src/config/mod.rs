@@ -82,11 +82,14 @@ pub struct KafkaConfig {
 }
 
 /// How the broker authenticates its ZooKeeper sessions and protects its znodes (the checked
-/// `zookeeper.sasl.*` and `zookeeper.set.acl` keys; TLS to ZooKeeper is refused at load).
+/// `zookeeper.sasl.*`, `zookeeper.ssl.*` and `zookeeper.set.acl` keys).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ZkClientSecurity {
     /// SASL DIGEST-MD5 from a JAAS file section; `None` for an anonymous session.
     pub sasl: Option<ZkSaslClient>,
+    /// `zookeeper.ssl.client.enable=true`: the `zookeeper.ssl.*` settings (stores read when the
+    /// session opens); `None` for plaintext.
+    pub tls: Option<crate::security::tls::TlsSettings>,
     /// `zookeeper.set.acl`: create znodes with Kafka's secure ACLs.
     pub set_acl: bool,
 }

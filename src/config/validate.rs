@@ -14,6 +14,7 @@ use crate::config::listeners::{parse_listeners, parse_protocol_map, EndPoint, Li
 use crate::config::load::Entries;
 use crate::config::value::{split_list, Source, Value};
 use crate::config::{KafkaConfig, SecurityProtocol, ZkClientSecurity, ZkSaslClient};
+use crate::security::tls::settings::value_text;
 use crate::security::tls::TlsSettings;
 
 /// Read access to the merged entries with errors that name the key.
@@ -197,33 +198,17 @@ pub(crate) const ZK_NETTY_SOCKET: &str = "org.apache.zookeeper.ClientCnxnSocketN
 /// ZooKeeper's default socket class, which Kafka's configs often name; kastle's client is either.
 const ZK_NIO_SOCKET: &str = "org.apache.zookeeper.ClientCnxnSocketNIO";
 
-/// The `zookeeper.*` security keys, checked: TLS to ZooKeeper is refused (not served), SASL needs
-/// a JAAS file, and `zookeeper.set.acl` needs an authenticated session (Kafka's `SecurityException`
-/// at start-up). The JAAS file itself is read when the session is opened (`zk::security`).
+/// The `zookeeper.*` security keys, checked: TLS needs a truststore and refuses revocation
+/// checks kastle cannot do, SASL needs a JAAS file, and `zookeeper.set.acl` needs an
+/// authenticated session (SASL, or a TLS client certificate; Kafka's `SecurityException` at
+/// start-up). The stores and the JAAS file are read when the session is opened (`zk::security`).
 fn zk_security(v: &View) -> Result<ZkClientSecurity, ConfigError> {
-    if v.bool(ZK_SSL_ENABLE)? {
-        return Err(v.invalid(
-            ZK_SSL_ENABLE,
-            "false: kastle does not serve TLS to ZooKeeper yet (zookeeper-client 0.11's tls feature \
-             builds rustls with aws-lc-rs, which needs cmake); use SASL DIGEST-MD5 \
-             (zookeeper.sasl.jaas.config.file) on a trusted network",
-        ));
-    }
     if let Some(socket) = v.opt_str(ZK_CNXN_SOCKET).filter(|s| !s.trim().is_empty()) {
         if socket != ZK_NETTY_SOCKET && socket != ZK_NIO_SOCKET {
             return Err(v.invalid(ZK_CNXN_SOCKET, format!("{ZK_NETTY_SOCKET}, {ZK_NIO_SOCKET} or unset")));
         }
     }
-    for key in ["zookeeper.ssl.keystore.type", "zookeeper.ssl.truststore.type"] {
-        if let Some(t) = v.opt_str(key).filter(|t| !t.trim().is_empty()) {
-            if !["PEM", "PKCS12"].contains(&t.trim().to_ascii_uppercase().as_str()) {
-                return Err(v.invalid(
-                    key,
-                    "PEM or PKCS12 (convert a JKS store with keytool -importkeystore -deststoretype PKCS12)",
-                ));
-            }
-        }
-    }
+    let tls = zk_tls(v)?;
     let jaas_file = v.opt_str(ZK_JAAS_FILE).map(PathBuf::from);
     let sasl = match (v.value(ZK_SASL_CLIENT), &jaas_file) {
         (Value::Bool(false), _) => None,
@@ -241,16 +226,60 @@ fn zk_security(v: &View) -> Result<ZkClientSecurity, ConfigError> {
         (_, None) => None,
     };
     let set_acl = v.bool(ZK_SET_ACL)?;
-    if set_acl && sasl.is_none() {
+    let client_certificate = tls.as_ref().is_some_and(|t| t.has_keystore());
+    if set_acl && sasl.is_none() && !client_certificate {
         return Err(v.conflict(
             ZK_SET_ACL,
             ZK_JAAS_FILE,
             "secure ACLs (CREATOR_ALL) need an authenticated ZooKeeper session: set \
-             zookeeper.sasl.jaas.config.file to a JAAS file with a Client section, or set \
-             zookeeper.set.acl=false",
+             zookeeper.sasl.jaas.config.file to a JAAS file with a Client section, or \
+             zookeeper.ssl.keystore.location to a client certificate (with \
+             zookeeper.ssl.client.enable=true), or set zookeeper.set.acl=false",
         ));
     }
-    Ok(ZkClientSecurity { sasl, set_acl })
+    Ok(ZkClientSecurity { sasl, tls, set_acl })
+}
+
+/// `zookeeper.ssl.client.enable` and the `zookeeper.ssl.*` keys it turns on.
+fn zk_tls(v: &View) -> Result<Option<TlsSettings>, ConfigError> {
+    for key in ["zookeeper.ssl.keystore.type", "zookeeper.ssl.truststore.type"] {
+        if let Some(t) = v.opt_str(key).filter(|t| !t.trim().is_empty()) {
+            if !["PEM", "PKCS12"].contains(&t.trim().to_ascii_uppercase().as_str()) {
+                return Err(v.invalid(
+                    key,
+                    "PEM or PKCS12 (convert a JKS store with keytool -importkeystore -deststoretype PKCS12)",
+                ));
+            }
+        }
+    }
+    if !v.bool(ZK_SSL_ENABLE)? {
+        return Ok(None);
+    }
+    for (key, what) in [
+        ("zookeeper.ssl.crl.enable", "certificate revocation lists"),
+        ("zookeeper.ssl.ocsp.enable", "OCSP"),
+    ] {
+        if v.bool(key)? {
+            return Err(v.invalid(key, format!("false: kastle's ZooKeeper client does not check {what}")));
+        }
+    }
+    let algorithm_key = "zookeeper.ssl.endpoint.identification.algorithm";
+    if let Some(a) = v.opt_str(algorithm_key).filter(|a| !a.trim().is_empty()) {
+        if !a.trim().eq_ignore_ascii_case("HTTPS") {
+            return Err(v.invalid(algorithm_key, "HTTPS (verify ZooKeeper's host name) or empty (do not)"));
+        }
+    }
+    let settings =
+        TlsSettings::resolve_zookeeper(&|key| value_text(v.value(key))).map_err(|e| v.invalid(&e.key, e.problem))?;
+    if settings.truststore.location.is_none() {
+        return Err(v.conflict(
+            "zookeeper.ssl.truststore.location",
+            ZK_SSL_ENABLE,
+            "TLS to ZooKeeper needs a truststore (PEM or PKCS12) holding the certificate that \
+             signed ZooKeeper's",
+        ));
+    }
+    Ok(Some(settings))
 }
 
 /// The `authorizer.class.name` values that turn on the ZooKeeper ACL authorizer.
@@ -609,6 +638,7 @@ fn check_commit_acks(v: &View) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod zk_security_tests {
     use crate::config::{ConfigError, KafkaConfig, ZkSaslClient};
+    use crate::security::tls::settings::{StoreType, TlsVersion};
 
     fn load(pairs: &[(&str, &str)]) -> Result<KafkaConfig, ConfigError> {
         let mut all = vec![("zookeeper.connect", "zk:2181")];
@@ -617,11 +647,66 @@ mod zk_security_tests {
     }
 
     #[test]
-    fn tls_to_zookeeper_is_refused_naming_the_key() {
-        let e = load(&[("zookeeper.ssl.client.enable", "true")]).expect_err("not served");
-        let msg = e.to_string();
-        assert!(msg.contains("zookeeper.ssl.client.enable"), "{msg}");
-        assert!(msg.contains("aws-lc-rs"), "{msg}");
+    fn tls_to_zookeeper_needs_a_truststore_and_reads_the_zookeeper_keys() {
+        let e = load(&[("zookeeper.ssl.client.enable", "true")]).expect_err("no truststore");
+        assert!(e.to_string().contains("zookeeper.ssl.truststore.location"), "{e}");
+        let c = load(&[
+            ("zookeeper.ssl.client.enable", "true"),
+            ("zookeeper.ssl.truststore.location", "/etc/kastle/zk-ca.pem"),
+            ("zookeeper.ssl.keystore.location", "/etc/kastle/broker.p12"),
+            ("zookeeper.ssl.protocol", "TLSv1.3"),
+            ("zookeeper.ssl.endpoint.identification.algorithm", ""),
+            ("ssl.truststore.location", "/etc/kastle/listener-ca.pem"),
+        ])
+        .expect("valid");
+        let tls = c.zookeeper_security().tls.as_ref().expect("tls on");
+        assert_eq!(tls.truststore.location.as_deref(), Some("/etc/kastle/zk-ca.pem"));
+        assert_eq!(tls.truststore.store_type, StoreType::Pem, "typed by the file name");
+        assert_eq!(tls.keystore.store_type, StoreType::Pkcs12, "typed by the file name");
+        assert_eq!(tls.keystore.key("password"), "zookeeper.ssl.keystore.password");
+        assert_eq!(tls.protocols, vec![TlsVersion::Tls13, TlsVersion::Tls12]);
+        assert!(!tls.verify_host_name);
+        // A client certificate authenticates the session, so secure ACLs are allowed.
+        load(&[
+            ("zookeeper.ssl.client.enable", "true"),
+            ("zookeeper.ssl.truststore.location", "/etc/kastle/zk-ca.pem"),
+            ("zookeeper.ssl.keystore.location", "/etc/kastle/broker.p12"),
+            ("zookeeper.set.acl", "true"),
+        ])
+        .expect("set.acl with a client certificate");
+    }
+
+    #[test]
+    fn tls_to_zookeeper_defaults_to_tls12_with_host_name_verification() {
+        let c = load(&[
+            ("zookeeper.ssl.client.enable", "true"),
+            ("zookeeper.ssl.truststore.location", "/etc/kastle/zk-ca.pem"),
+        ])
+        .expect("valid");
+        let tls = c.zookeeper_security().tls.as_ref().expect("tls on");
+        assert_eq!(tls.protocols, vec![TlsVersion::Tls12]);
+        assert!(tls.verify_host_name);
+        assert!(!tls.has_keystore());
+        let off = load(&[("zookeeper.ssl.truststore.location", "/etc/kastle/zk-ca.pem")]).expect("valid");
+        assert_eq!(off.zookeeper_security().tls, None);
+    }
+
+    #[test]
+    fn revocation_checks_and_unknown_algorithms_are_refused_naming_the_key() {
+        let tls = [
+            ("zookeeper.ssl.client.enable", "true"),
+            ("zookeeper.ssl.truststore.location", "/etc/kastle/zk-ca.pem"),
+        ];
+        for (key, value, expected) in [
+            ("zookeeper.ssl.crl.enable", "true", "revocation lists"),
+            ("zookeeper.ssl.ocsp.enable", "true", "OCSP"),
+            ("zookeeper.ssl.endpoint.identification.algorithm", "LDAPS", "HTTPS"),
+        ] {
+            let mut pairs = tls.to_vec();
+            pairs.push((key, value));
+            let e = load(&pairs).expect_err(key);
+            assert!(e.to_string().contains(key) && e.to_string().contains(expected), "{e}");
+        }
     }
 
     #[test]

@@ -98,6 +98,15 @@ pub async fn run<S: ZkStore + Clone>(
     }
 }
 
+/// The first wait before a write whose outcome is unknown is tried again; it doubles up to
+/// [`RETRY_BACKOFF_MAX`].
+const RETRY_BACKOFF: Duration = Duration::from_millis(50);
+const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// Writes `p` conditionally, retrying while ZooKeeper is unreachable (Kafka's ZooKeeperClient
+/// retries the same way until the session ends). The partition keeps the change in flight
+/// meanwhile, so nothing else is proposed for it; a LeaderAndIsr that supersedes it makes the
+/// retried write fail its version check, and the partition ignores the stale answer.
 async fn write<S: ZkStore>(zk: &S, p: &IsrProposal) -> IsrWriteOutcome {
     let path = paths::partition_state(&p.tp.topic, p.tp.partition);
     let payload = StateZNode {
@@ -107,20 +116,49 @@ async fn write<S: ZkStore>(zk: &S, p: &IsrProposal) -> IsrWriteOutcome {
         leader_epoch: LeaderEpoch(p.leader_epoch),
         isr: p.isr.clone(),
         leader_recovery_state: None,
-    };
-    match zk
-        .set_data(&path, &payload.encode(), Some(ZkVersion(p.zk_version)))
-        .await
-    {
-        Ok(stat) => IsrWriteOutcome::Written {
-            zk_version: stat.version.0,
-        },
-        Err(ZkError::BadVersion { .. }) => IsrWriteOutcome::Conflict(read_state(zk, &path).await),
-        Err(ZkError::NoNode { .. }) => IsrWriteOutcome::Conflict(None),
-        Err(e) => {
-            tracing::warn!(partition = %p.tp, error = %e, "ISR update failed");
-            IsrWriteOutcome::Failed
+    }
+    .encode();
+    let mut backoff = RETRY_BACKOFF;
+    loop {
+        match zk.set_data(&path, &payload, Some(ZkVersion(p.zk_version))).await {
+            Ok(stat) => {
+                return IsrWriteOutcome::Written {
+                    zk_version: stat.version.0,
+                }
+            }
+            Err(ZkError::BadVersion { .. }) => return settle(p, read_state(zk, &path).await),
+            Err(ZkError::NoNode { .. }) => return IsrWriteOutcome::Conflict(None),
+            Err(e @ (ZkError::Unavailable { .. } | ZkError::SessionExpired)) => {
+                tracing::warn!(partition = %p.tp, error = %e, retry_in = ?backoff, "ISR update not confirmed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(RETRY_BACKOFF_MAX);
+            }
+            Err(e) => {
+                tracing::warn!(partition = %p.tp, error = %e, "ISR update failed");
+                return IsrWriteOutcome::Failed;
+            }
         }
+    }
+}
+
+/// After a version conflict, Kafka's `checkLeaderAndIsrZkData`: a znode holding exactly what
+/// was proposed means an earlier attempt was applied and only its reply was lost (a connection
+/// loss after the write), so the change is written, at the stored version, and is announced to
+/// the controller like any other. Anything else is a real conflict for the partition to
+/// reconcile.
+fn settle(p: &IsrProposal, stored: Option<StoredState>) -> IsrWriteOutcome {
+    match stored {
+        Some(s)
+            if s.leader == p.leader
+                && s.leader_epoch == p.leader_epoch
+                && s.controller_epoch == p.controller_epoch
+                && s.isr == p.isr =>
+        {
+            IsrWriteOutcome::Written {
+                zk_version: s.zk_version,
+            }
+        }
+        other => IsrWriteOutcome::Conflict(other),
     }
 }
 
@@ -162,6 +200,99 @@ async fn notify<S: ZkStore>(zk: &S, partitions: &BTreeSet<TopicPartition>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::BrokerId;
+    use crate::zk::fake::FakeZk;
+
+    /// A leader (broker 1, epoch 4, controller epoch 2) proposing `isr` for `t-0` at zkVersion 0.
+    fn proposal(isr: &[i32]) -> IsrProposal {
+        IsrProposal {
+            tp: TopicPartition {
+                topic: "t".into(),
+                partition: 0,
+            },
+            leader: BrokerId(1),
+            leader_epoch: 4,
+            controller_epoch: 2,
+            zk_version: 0,
+            isr: isr.iter().copied().map(BrokerId).collect(),
+            expand: false,
+        }
+    }
+
+    /// The state znode of `t-0` at version 0 with ISR [1, 2, 3].
+    async fn zk_with_state() -> FakeZk {
+        let zk = FakeZk::new();
+        crate::zk::store::create_recursive(&zk, "/brokers/topics/t/partitions/0")
+            .await
+            .expect("parents");
+        let state = StateZNode {
+            controller_epoch: ControllerEpoch(2),
+            leader: BrokerId(1),
+            version: 1,
+            leader_epoch: LeaderEpoch(4),
+            isr: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
+            leader_recovery_state: None,
+        };
+        zk.create(
+            "/brokers/topics/t/partitions/0/state",
+            &state.encode(),
+            CreateMode::Persistent,
+        )
+        .await
+        .expect("state");
+        zk
+    }
+
+    /// A shrink applied by ZooKeeper whose reply was lost is retried, finds its own data behind
+    /// the version conflict, and counts as written (so the leader's cache and the controller
+    /// learn it). Before, it was reported failed: the leader kept [1, 2, 3] while ZooKeeper held
+    /// [1, 2], and with the follower in sync nothing ever wrote the znode again.
+    #[tokio::test(start_paused = true)]
+    async fn a_write_whose_reply_was_lost_is_retried_and_recognised_as_written() {
+        let zk = zk_with_state().await;
+        zk.lose_next_write_reply();
+        let outcome = write(&zk, &proposal(&[1, 2])).await;
+        assert_eq!(outcome, IsrWriteOutcome::Written { zk_version: 1 });
+        let stored = read_state(&zk, "/brokers/topics/t/partitions/0/state")
+            .await
+            .expect("state");
+        assert_eq!(stored.isr, vec![BrokerId(1), BrokerId(2)]);
+    }
+
+    /// While ZooKeeper is unreachable the write is retried, not dropped, and lands once it is back.
+    #[tokio::test(start_paused = true)]
+    async fn a_write_during_a_disconnect_lands_after_the_reconnect() {
+        let zk = zk_with_state().await;
+        zk.disconnect();
+        let writer = {
+            let zk = zk.clone();
+            tokio::spawn(async move { write(&zk, &proposal(&[1, 2])).await })
+        };
+        let before = zk.requests();
+        while zk.requests() < before + 3 && !writer.is_finished() {
+            tokio::task::yield_now().await;
+            tokio::time::advance(RETRY_BACKOFF).await;
+        }
+        assert!(!writer.is_finished(), "a connection loss is retried, not reported");
+        zk.reconnect();
+        let outcome = writer.await.expect("writer");
+        assert_eq!(outcome, IsrWriteOutcome::Written { zk_version: 1 });
+    }
+
+    /// A version conflict with other data is a conflict, carrying what the znode holds.
+    #[tokio::test]
+    async fn a_conflict_with_other_data_is_reported_with_the_stored_state() {
+        let zk = zk_with_state().await;
+        let mut stale = proposal(&[1]);
+        stale.zk_version = 7;
+        match write(&zk, &stale).await {
+            IsrWriteOutcome::Conflict(Some(stored)) => {
+                assert_eq!(stored.isr, vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
+                assert_eq!(stored.zk_version, 0);
+            }
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+    }
 
     #[test]
     fn changes_are_announced_after_a_quiet_period_or_the_max_delay() {

@@ -1,16 +1,19 @@
 //! The ZooKeeper session's security settings: the SASL DIGEST-MD5 login read from the JAAS file's
 //! client section (`zookeeper.sasl.jaas.config.file`, section `zookeeper.sasl.clientconfig`,
-//! parsed by the shared [`crate::security::jaas`] parser), and `zookeeper.set.acl`. Every place
-//! that opens a ZooKeeper session builds one of these and passes it to
-//! [`super::ZkSession::connect_secured`]. TLS to ZooKeeper is refused at config load.
+//! parsed by the shared [`crate::security::jaas`] parser), TLS from the `zookeeper.ssl.*` keys
+//! (the rustls config built by [`crate::security::tls::client`] from the same keystore and
+//! truststore loaders as the listeners), and `zookeeper.set.acl`. Every place that opens a
+//! ZooKeeper session builds one of these and passes it to [`super::ZkSession::connect_secured`].
 //!
-//! Reading the file is the only I/O here ([`ZkSecurity::load`]); [`ZkSecurity::from_jaas`] is
+//! Reading the files is the only I/O here ([`ZkSecurity::load`]); [`ZkSecurity::from_jaas`] is
 //! the pure part. Errors name the config key to fix.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::config::{ZkClientSecurity, ZkSaslClient};
 use crate::security::jaas;
+use crate::security::tls::client::build_zookeeper_client_config;
 
 const JAAS_FILE_KEY: &str = "zookeeper.sasl.jaas.config.file";
 const SECTION_KEY: &str = "zookeeper.sasl.clientconfig";
@@ -33,11 +36,27 @@ impl fmt::Debug for DigestCredentials {
     }
 }
 
+/// TLS to ZooKeeper: the rustls client config every connection of the session uses.
+#[derive(Debug, Clone)]
+pub struct ZkTls {
+    pub config: Arc<rustls::ClientConfig>,
+}
+
+impl PartialEq for ZkTls {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.config, &other.config)
+    }
+}
+
+impl Eq for ZkTls {}
+
 /// How a ZooKeeper session authenticates and which ACLs its creates carry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ZkSecurity {
     /// SASL DIGEST-MD5; `None` for an anonymous session.
     pub digest: Option<DigestCredentials>,
+    /// TLS (`zookeeper.ssl.client.enable`); `None` for plaintext.
+    pub tls: Option<ZkTls>,
     /// `zookeeper.set.acl`: new znodes get Kafka's secure ACLs ([`super::acl::default_acl`]).
     pub set_acl: bool,
 }
@@ -46,7 +65,7 @@ pub struct ZkSecurity {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {reason}")]
 pub struct ZkSecurityError {
-    pub key: &'static str,
+    pub key: String,
     pub reason: String,
 }
 
@@ -62,14 +81,24 @@ impl ZkSecurity {
             None => None,
             Some(sasl) => {
                 let text = std::fs::read_to_string(&sasl.jaas_file).map_err(|e| ZkSecurityError {
-                    key: JAAS_FILE_KEY,
+                    key: JAAS_FILE_KEY.into(),
                     reason: format!("cannot read the JAAS file {}: {e}", sasl.jaas_file.display()),
                 })?;
                 Some(credentials(&text, sasl)?)
             }
         };
+        let tls = match &config.tls {
+            None => None,
+            Some(settings) => Some(ZkTls {
+                config: build_zookeeper_client_config(settings).map_err(|e| ZkSecurityError {
+                    key: e.key,
+                    reason: e.problem,
+                })?,
+            }),
+        };
         Ok(ZkSecurity {
             digest,
+            tls,
             set_acl: config.set_acl,
         })
     }
@@ -78,6 +107,7 @@ impl ZkSecurity {
     pub fn from_jaas(text: &str, sasl: &ZkSaslClient, set_acl: bool) -> Result<ZkSecurity, ZkSecurityError> {
         Ok(ZkSecurity {
             digest: Some(credentials(text, sasl)?),
+            tls: None,
             set_acl,
         })
     }
@@ -86,13 +116,13 @@ impl ZkSecurity {
 fn credentials(text: &str, sasl: &ZkSaslClient) -> Result<DigestCredentials, ZkSecurityError> {
     let file = sasl.jaas_file.display();
     let sections = jaas::parse_file(text).map_err(|e| ZkSecurityError {
-        key: JAAS_FILE_KEY,
+        key: JAAS_FILE_KEY.into(),
         reason: format!("{file}: {e}"),
     })?;
     let Some(modules) = sections.get(&sasl.section) else {
         let found: Vec<&str> = sections.keys().map(String::as_str).collect();
         return Err(ZkSecurityError {
-            key: SECTION_KEY,
+            key: SECTION_KEY.into(),
             reason: format!(
                 "the JAAS file {file} has no section \"{}\" (it has: {}); add `{} {{ \
                  org.apache.zookeeper.server.auth.DigestLoginModule required username=\"...\" \
@@ -111,7 +141,7 @@ fn credentials(text: &str, sasl: &ZkSaslClient) -> Result<DigestCredentials, ZkS
         .iter()
         .find(|m| m.simple_name() == DIGEST_LOGIN_MODULE)
         .ok_or_else(|| ZkSecurityError {
-            key: SECTION_KEY,
+            key: SECTION_KEY.into(),
             reason: format!(
                 "section \"{}\" of {file} has no {DIGEST_LOGIN_MODULE} (kastle authenticates to \
                  ZooKeeper with SASL DIGEST-MD5 only; found: {})",
@@ -121,7 +151,7 @@ fn credentials(text: &str, sasl: &ZkSaslClient) -> Result<DigestCredentials, ZkS
         })?;
     let option = |name: &str| {
         module.option(name).map(str::to_string).ok_or_else(|| ZkSecurityError {
-            key: SECTION_KEY,
+            key: SECTION_KEY.into(),
             reason: format!(
                 "the {DIGEST_LOGIN_MODULE} in section \"{}\" of {file} has no {name}",
                 sasl.section
@@ -189,6 +219,7 @@ mod tests {
                 jaas_file: "/nonexistent/kastle/jaas.conf".into(),
                 section: "Client".into(),
             }),
+            tls: None,
             set_acl: false,
         };
         let e = ZkSecurity::load(&config).expect_err("missing file");

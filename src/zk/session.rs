@@ -156,9 +156,8 @@ impl ZkSession {
             let attached = connector(&self.inner.security)
                 .with_session(info)
                 .with_session_timeout(self.inner.session_timeout)
-                .with_connection_timeout(self.inner.connection_timeout)
-                .connect(&self.inner.connect.servers)
-                .await;
+                .with_connection_timeout(self.inner.connection_timeout);
+            let attached = open(attached, &self.inner.security, &self.inner.connect.servers).await;
             match attached {
                 Ok(intruder) => {
                     let mut state = intruder.state_watcher();
@@ -240,9 +239,21 @@ impl ZkSession {
 /// A connector carrying the SASL login, if any.
 fn connector(security: &ZkSecurity) -> zkc::Connector {
     let connector = zkc::Client::connector();
-    match &security.digest {
+    let connector = match &security.digest {
         Some(d) => connector.with_sasl(zkc::SaslOptions::digest_md5(d.username.clone(), d.password.clone())),
         None => connector,
+    };
+    match &security.tls {
+        Some(tls) => connector.with_tls(zkc::TlsOptions::new().with_client_config(Arc::clone(&tls.config))),
+        None => connector,
+    }
+}
+
+/// Connects `connector` to `servers`, over TLS when `security` has it.
+async fn open(connector: zkc::Connector, security: &ZkSecurity, servers: &str) -> Result<zkc::Client, zkc::Error> {
+    match security.tls {
+        Some(_) => connector.secure_connect(servers).await,
+        None => connector.connect(servers).await,
     }
 }
 
@@ -267,10 +278,13 @@ async fn connect_client(
     connection_timeout: Duration,
     security: &ZkSecurity,
 ) -> Result<zkc::Client, ZkError> {
+    if let Some(tls) = &security.tls {
+        super::tls::check_servers(&connect.servers, &tls.config, connection_timeout).await?;
+    }
     let connector = connector(security)
         .with_session_timeout(session_timeout)
         .with_connection_timeout(connection_timeout);
-    let client = tokio::time::timeout(connection_timeout, connector.connect(&connect.servers))
+    let client = tokio::time::timeout(connection_timeout, open(connector, security, &connect.servers))
         .await
         .map_err(|_| ZkError::Unavailable {
             reason: format!(

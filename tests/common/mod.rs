@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod docker;
 pub mod groups;
 pub mod inter_broker;
+pub mod pki;
 pub mod process;
 pub mod replicas;
 pub mod wire;

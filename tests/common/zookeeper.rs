@@ -1,6 +1,6 @@
 //! One real ZooKeeper per test binary, private ones for tests that pause or stop theirs, and
-//! secured ones (SASL DIGEST-MD5 through a JAAS `Server` section) for the ZooKeeper security
-//! tests.
+//! secured ones (SASL DIGEST-MD5 through a JAAS `Server` section, TLS on a `secureClientPort`
+//! served by Netty beside the plaintext port) for the ZooKeeper security tests.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -14,6 +14,8 @@ use kastle::zk::{ConnectString, ZkSession};
 #[derive(Debug)]
 pub struct ZooKeeperServer {
     pub port: u16,
+    /// The TLS port (`secureClientPort`) when [`Secured::tls`] asked for one.
+    pub secure_port: Option<u16>,
     pub data_dir: std::path::PathBuf,
     /// Held until the process exits; its closing stops ZooKeeper.
     _lifeline: Mutex<ChildStdin>,
@@ -34,6 +36,14 @@ impl ZooKeeperServer {
         format!("127.0.0.1:{}{chroot}", self.port)
     }
 
+    /// `127.0.0.1:<secure port><chroot>`; panics if the server has no TLS port.
+    pub fn secure_connect(&self, chroot: &str) -> String {
+        format!(
+            "127.0.0.1:{}{chroot}",
+            self.secure_port.expect("a ZooKeeper started with TLS")
+        )
+    }
+
     /// A session for assertions, rooted at `chroot` (created if missing).
     pub async fn session(&self, chroot: &str) -> ZkSession {
         let connect = ConnectString::parse(&self.connect(chroot)).expect("connect string");
@@ -51,6 +61,19 @@ pub struct Secured {
     pub sasl_users: Vec<(String, String)>,
     /// `sessionRequireClientSASLAuth=true`: sessions that do not authenticate are closed.
     pub require_sasl: bool,
+    /// TLS on a second port (`secureClientPort`, `NettyServerCnxnFactory`).
+    pub tls: Option<SecuredTls>,
+}
+
+/// ZooKeeper's own TLS settings (`ssl.*` in zoo.cfg), PEM files as ZooKeeper 3.8 reads them.
+#[derive(Debug, Clone)]
+pub struct SecuredTls {
+    /// Private key and certificate chain in one PEM file (`ssl.keyStore.location`).
+    pub keystore_pem: std::path::PathBuf,
+    /// The CA certificates client certificates must chain to (`ssl.trustStore.location`).
+    pub truststore_pem: std::path::PathBuf,
+    /// `ssl.clientAuth`: `none`, `want` or `need` (ZooKeeper's default is `need`).
+    pub client_auth: &'static str,
 }
 
 impl ZooKeeperServer {
@@ -129,6 +152,19 @@ fn start_with(secured: &Secured) -> ZooKeeperServer {
          maxClientCnxns=0\n",
         data_dir.display()
     );
+    let secure_port = secured.tls.as_ref().map(|tls| {
+        let secure_port = free_port();
+        zoo_cfg.push_str(&format!(
+            "secureClientPort={secure_port}\nsecureClientPortAddress=127.0.0.1\n\
+             serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location={}\nssl.keyStore.type=PEM\n\
+             ssl.trustStore.location={}\nssl.trustStore.type=PEM\nssl.clientAuth={}\n",
+            tls.keystore_pem.display(),
+            tls.truststore_pem.display(),
+            tls.client_auth
+        ));
+        secure_port
+    });
     let mut jvm_args = String::new();
     if !secured.sasl_users.is_empty() {
         zoo_cfg.push_str("authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n");
@@ -149,7 +185,22 @@ fn start_with(secured: &Secured) -> ZooKeeperServer {
         jvm_args = format!("-Djava.security.auth.login.config={} ", jaas.display());
     }
     std::fs::write(&cfg, zoo_cfg).expect("write zoo.cfg");
-    let classpath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar";
+    let mut classpath =
+        "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar".to_string();
+    if secured.tls.is_some() {
+        // NettyServerCnxnFactory (Debian's libnetty-java, a dependency of its zookeeper package).
+        for jar in [
+            "buffer",
+            "codec",
+            "common",
+            "handler",
+            "resolver",
+            "transport",
+            "transport-native-unix-common",
+        ] {
+            classpath.push_str(&format!(":/usr/share/java/netty-{jar}.jar"));
+        }
+    }
     // The shell waits on its stdin (our lifeline); when this process goes, it stops ZooKeeper.
     let script = format!(
         "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 {jvm_args}-cp {classpath} \
@@ -178,6 +229,14 @@ fn start_with(secured: &Secured) -> ZooKeeperServer {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    while secure_port.is_some_and(|p| TcpStream::connect(("127.0.0.1", p)).is_err()) {
+        assert!(
+            Instant::now() < deadline,
+            "ZooKeeper did not open its TLS port {secure_port:?}; log: {}",
+            std::fs::read_to_string(data_dir.join("zookeeper.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let pid = std::fs::read_to_string(data_dir.join("zookeeper.pid"))
         .ok()
         .and_then(|p| p.trim().parse().ok())
@@ -185,6 +244,7 @@ fn start_with(secured: &Secured) -> ZooKeeperServer {
     ZooKeeperServer {
         pid,
         port,
+        secure_port,
         data_dir,
         _lifeline: Mutex::new(lifeline),
         _shell: Mutex::new(child),

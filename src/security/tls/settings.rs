@@ -152,6 +152,48 @@ impl TlsSettings {
             }
             (lookup(key).filter(|v| !v.trim().is_empty()), key.to_string())
         };
+        Self::resolve_keys(listener, &get)
+    }
+
+    /// The broker's ZooKeeper client settings, from Kafka's `zookeeper.ssl.*` keys (no listener
+    /// prefix, no fallback to `ssl.*`, no inline PEM). `zookeeper.ssl.enabled.protocols` unset
+    /// means what Java enables for `zookeeper.ssl.protocol`: TLSv1.2 alone, or TLSv1.3 and
+    /// TLSv1.2. `listener` is `ZOOKEEPER` (for logs).
+    pub fn resolve_zookeeper(lookup: &Lookup<'_>) -> Result<TlsSettings, TlsConfigError> {
+        let get = |key: &str| -> (Option<String>, String) {
+            let zk_key = format!("zookeeper.{key}");
+            let value = lookup(&zk_key).filter(|v| !v.trim().is_empty());
+            if value.is_none() && key.ends_with("store.type") {
+                // ZooKeeper's X509Util: an unset type comes from the file name.
+                let location = lookup(&zk_key.replace(".type", ".location")).unwrap_or_default();
+                let lower = location.trim().to_ascii_lowercase();
+                let detected = if lower.ends_with(".pem") || lower.ends_with(".crt") {
+                    Some("PEM".to_string())
+                } else if lower.ends_with(".p12") || lower.ends_with(".pfx") {
+                    Some("PKCS12".to_string())
+                } else {
+                    None
+                };
+                return (detected, zk_key);
+            }
+            if value.is_none() && key == "ssl.enabled.protocols" {
+                let protocol_key = "zookeeper.ssl.protocol".to_string();
+                let protocol = lookup(&protocol_key).filter(|v| !v.trim().is_empty());
+                let enabled = protocol.map(|p| match p.trim() {
+                    "TLSv1.3" => "TLSv1.3,TLSv1.2".to_string(),
+                    other => other.to_string(),
+                });
+                return (enabled, protocol_key);
+            }
+            (value, zk_key)
+        };
+        Self::resolve_keys("ZOOKEEPER", &get)
+    }
+
+    fn resolve_keys(
+        listener: &str,
+        get: &dyn Fn(&str) -> (Option<String>, String),
+    ) -> Result<TlsSettings, TlsConfigError> {
         let store = |base: &str, extra: &[(&'static str, &str)]| -> Result<StoreSpec, TlsConfigError> {
             let mut keys = Vec::new();
             let mut take = |suffix: &'static str, key: &str| {
