@@ -119,10 +119,10 @@ fn the_shipped_quickstart_configs_are_valid() {
 }
 
 #[test]
-fn a_broker_with_listeners_it_cannot_secure_refuses_to_start_naming_them() {
-    // kastle serves no SASL over TLS yet: such a listener would serve with one layer missing, so the
-    // broker must not start (and must say which listener and protocol are the problem). The
-    // ZooKeeper address is never contacted: the config is refused first.
+fn a_broker_with_a_sasl_ssl_listener_without_a_keystore_refuses_to_start_naming_it_and_the_key() {
+    // A SASL_SSL listener without a keystore would have no TLS to run SASL in: the broker must
+    // not start, and must say which listener and which key. The ZooKeeper address is never
+    // contacted: the config is refused first.
     let dir = tempfile::tempdir().expect("tempdir");
     let logs = dir.path().join("logs");
     let file = write(
@@ -130,22 +130,20 @@ fn a_broker_with_listeners_it_cannot_secure_refuses_to_start_naming_them() {
         "b.yaml",
         &format!(
             "broker.id: 1\nzookeeper.connect: \"127.0.0.1:1/k\"\nlog.dirs: \"{}\"\n\
-             listeners: PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0\n\
+             listeners: PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0\n\
              advertised.listeners: PLAINTEXT://127.0.0.1:0\n\
-             listener.security.protocol.map: PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_SSL\n",
+             listener.security.protocol.map: PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL\n\
+             sasl.enabled.mechanisms: SCRAM-SHA-512\n",
             logs.display()
         ),
     );
     let (code, _, err) = kastle(&["broker", "--config", &file], &[]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("listener \"INTERNAL\" (INTERNAL://127.0.0.1:0")
-            && err.contains(&format!(
-                "INTERNAL://127.0.0.1:0, in {file}) with security protocol SASL_SSL"
-            )),
-        "INTERNAL/SASL_SSL not named in: {err}"
+        err.contains("cannot serve SASL_SSL listener \"INTERNAL\"")
+            && err.contains("listener.name.internal.ssl.keystore.location"),
+        "INTERNAL and its keystore key not named in: {err}"
     );
-    assert!(err.contains("mapped by listener.security.protocol.map"), "{err}");
     assert!(!logs.exists(), "nothing was started: {err}");
     let (code, _, err) = kastle(&["config", "check", &file], &[]);
     assert_eq!(code, 2, "config check refuses it too: {err}");

@@ -14,8 +14,11 @@
 //! - `docker-compose down -v` on drop, even when a step fails, and our dockerd stopped.
 //!
 //! `compose_files_are_valid` needs no engine: `docker-compose config` on the user's file and
-//! with the offline override, and the invariants users rely on (unique ids, advertised EXTERNAL
-//! ports equal to the published ones, healthy dependencies, a chroot, named volumes).
+//! with the offline and SASL_SSL overrides, and the invariants users rely on (unique ids,
+//! advertised EXTERNAL ports equal to the published ones, healthy dependencies, a chroot, named
+//! volumes; the SASL_SSL variant changes only EXTERNAL's protocol and mounts its config and
+//! certificates). That variant is not run here with docker (a second cluster would cost another
+//! minute or more); tests/sasl_ssl.rs runs a broker on its config and generated certificates.
 //!
 //! The cluster test is ignored by plain `cargo test` (it needs root and builds images for a minute or more):
 //! scripts/test runs it with `--ignored --nocapture`, so the log shows every step. Where the
@@ -154,6 +157,8 @@ fn compose_config(files: &[&str]) -> serde_yaml::Value {
 fn compose_files_are_valid() {
     let user = compose_config(&["docker-compose.yml"]);
     let offline = compose_config(&["docker-compose.yml", "docker-compose.offline.yml"]);
+    let sasl_ssl = compose_config(&["docker-compose.yml", "docker-compose.sasl-ssl.yml"]);
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let services = &user["services"];
     assert_eq!(services["zookeeper"]["image"].as_str(), Some("zookeeper:3.8"));
     assert_eq!(
@@ -193,6 +198,32 @@ fn compose_files_are_valid() {
         // Apart from the image names the override changes nothing.
         let mut same = offline["services"][name.as_str()].clone();
         same["image"] = broker["image"].clone();
+        assert_eq!(&same, broker, "{name}");
+        // The SASL_SSL variant: EXTERNAL is SASL_SSL, its config file and the certificates
+        // (docker/tls/gen-certs.sh) are mounted read-only; nothing else changes.
+        let secured = &sasl_ssl["services"][name.as_str()];
+        assert_eq!(
+            secured["environment"]["KASTLE_CFG_LISTENER_SECURITY_PROTOCOL_MAP"].as_str(),
+            Some("INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL")
+        );
+        let mounts: Vec<&str> = secured["volumes"]
+            .as_sequence()
+            .map(|v| v.iter().filter_map(|m| m.as_str()).collect())
+            .unwrap_or_default();
+        let docker = repo.join("docker");
+        for mount in [
+            format!(
+                "{}:/etc/kastle/kastle.yaml:ro",
+                docker.join("kastle-sasl-ssl.yaml").display()
+            ),
+            format!("{}:/etc/kastle/tls:ro", docker.join("tls").display()),
+        ] {
+            assert!(mounts.contains(&mount.as_str()), "{name}: {mount} not in {mounts:?}");
+        }
+        let mut same = secured.clone();
+        same["volumes"] = broker["volumes"].clone();
+        same["environment"]["KASTLE_CFG_LISTENER_SECURITY_PROTOCOL_MAP"] =
+            broker["environment"]["KASTLE_CFG_LISTENER_SECURITY_PROTOCOL_MAP"].clone();
         assert_eq!(&same, broker, "{name}");
     }
 }

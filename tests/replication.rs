@@ -3,7 +3,7 @@
 //! its session, replicas end byte-identical (per-batch CRCs), a lagging follower leaves the ISR
 //! in ZooKeeper and comes back after catching up, and an ISR below the minimum refuses acks=all
 //! writes without appending. The leader-kill check runs again with the inter-broker listener on
-//! mutual TLS and on SASL SCRAM (`common::inter_broker`).
+//! mutual TLS, on SASL SCRAM, and on SCRAM inside TLS (SASL_SSL) (`common::inter_broker`).
 
 mod common;
 
@@ -181,6 +181,11 @@ async fn acks_all_loses_nothing_when_the_leader_is_killed_and_restarted_with_mut
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_all_loses_nothing_when_the_leader_is_killed_and_restarted_with_scram_between_brokers() {
     acks_all_survives_the_leader(Disruption::Kill, InterBroker::SaslPlaintext, "repl-kill-sasl").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_loses_nothing_when_the_leader_is_killed_and_restarted_with_sasl_ssl_between_brokers() {
+    acks_all_survives_the_leader(Disruption::Kill, InterBroker::SaslSsl, "repl-kill-sasl-ssl").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,46 +10,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster::cluster_ready;
-use common::replicas::spec;
-use common::{unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
+use common::sasl::{client_sasl_spec, sasl_bootstrap};
+use common::{unique_chroot, wait_until, zookeeper, BrokerProcess};
 use kastle::security::sasl::credentials::ScramCredential;
 use kastle::security::sasl::ScramMechanism;
 use kastle::zk::ZkSession;
-
-/// The PLAIN users of every broker here (and the inter-broker login).
-const PLAIN_JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";"#;
-
-/// YAML double-quoted values need their quotes escaped.
-fn yaml_escaped(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
-/// A broker with a PLAINTEXT inter-broker listener and a SASL_PLAINTEXT client listener.
-fn client_sasl_spec(chroot: &str, id: i32) -> BrokerSpec {
-    let mut s = spec(chroot, id, &[]);
-    s.listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0".into();
-    s.with("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512")
-        .with(
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config",
-            &yaml_escaped(PLAIN_JAAS),
-        )
-        .with("inter.broker.listener.name", "PLAINTEXT")
-}
-
-/// `host:port` of broker `id`'s SASL_PLAINTEXT endpoint.
-async fn sasl_bootstrap(zk: &ZkSession, id: i32) -> String {
-    let (registration, _) = kastle::zk::KafkaZkClient::new(zk.clone())
-        .broker(kastle::types::BrokerId(id))
-        .await
-        .expect("read registration")
-        .expect("broker registered");
-    registration
-        .endpoints
-        .iter()
-        .find_map(|e| e.strip_prefix("SASL_PLAINTEXT://"))
-        .expect("a SASL_PLAINTEXT endpoint")
-        .to_string()
-}
 
 /// Writes `user`'s SCRAM credential for `mechanism` as Kafka's `kafka-configs --zookeeper` does.
 async fn add_scram_user(zk: &ZkSession, user: &str, password: &str, mechanisms: &[ScramMechanism]) {

@@ -2,8 +2,7 @@
 //! auth, PEM and PKCS12 keystores), mutual TLS with `ssl.client.auth=required` and the
 //! certificate's DN mapped to the principal, a plaintext client on the TLS port, the start-up
 //! refusal of an SSL listener without a keystore, and the keystore reload through
-//! IncrementalAlterConfigs. Certificates are made here with rcgen (a test CA, a broker
-//! certificate for 127.0.0.1/localhost, a client certificate).
+//! IncrementalAlterConfigs. Certificates come from [`common::pki`].
 
 mod common;
 

@@ -205,13 +205,14 @@ pub fn scope(key: &str) -> Option<Scope> {
         .map(|(_, s, _)| *s)
 }
 
-/// What kastle does with dynamic key `key`: the table's effect; a `listener.name.<l>.` key is
-/// only stored (kastle has no per-listener settings); `None` for keys that are not dynamic.
+/// What kastle does with dynamic key `key`: the table's effect; a `listener.name.<l>.` key of
+/// Kafka's reconfigurable SSL set (the keystore and truststore) reloads that listener's TLS,
+/// any other is only stored; `None` for keys that are not dynamic.
 pub fn effect(key: &str) -> Option<Effect> {
     if let Some((_, _, e)) = DYNAMIC_BROKER_KEYS.iter().find(|(k, _, _)| *k == key) {
         return Some(*e);
     }
-    listener_base(key).map(|_| Stored)
+    listener_base(key).map(|base| if SECURITY_KEYS.contains(&base) { Live } else { Stored })
 }
 
 /// `listener.name.<l>.<base>` → `<base>`.
@@ -406,6 +407,9 @@ mod tests {
         assert_eq!(scope("max.connections"), Some(ClusterWide));
         assert_eq!(scope("log.retention.hours"), None, "only the first synonym is dynamic");
         assert_eq!(scope("broker.id"), None);
+        assert_eq!(effect("listener.name.sasl_ssl.ssl.keystore.location"), Some(Live));
+        assert_eq!(effect("listener.name.ssl.ssl.truststore.certificates"), Some(Live));
+        assert_eq!(effect("listener.name.ssl.ssl.client.auth"), Some(Stored));
         let mut names: Vec<&str> = DYNAMIC_BROKER_KEYS.iter().map(|(k, _, _)| *k).collect();
         let n = names.len();
         names.sort_unstable();

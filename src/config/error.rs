@@ -52,24 +52,27 @@ pub enum ConfigError {
         detail: String,
     },
 
-    /// Listeners (or the inter-broker protocol) whose security protocol kastle cannot serve:
-    /// kastle serves PLAINTEXT, SSL and SASL_PLAINTEXT; SASL_SSL is refused at start-up rather
-    /// than served with one of its two layers missing.
+    /// Listeners (or the inter-broker listener) whose security protocol kastle cannot serve
+    /// there: refused at start-up rather than served with less security than the protocol names.
     #[error(
-        "kastle cannot serve {}: SASL over TLS is not served yet, and kastle refuses to start \
-         rather than serve such a listener with less security than it names; use PLAINTEXT (on \
-         a trusted network only), SSL or SASL_PLAINTEXT listeners, or remove these",
+        "kastle cannot serve {}; kastle refuses to start rather than serve a listener with less \
+         security than it names",
         .listeners.join("; ")
     )]
     UnservedProtocol {
-        /// One phrase per offending listener, e.g. `listener "INTERNAL" (INTERNAL://:9093, from
-        /// --override) with security protocol SSL (mapped by listener.security.protocol.map, ...)`.
+        /// One phrase per offending listener, saying what it is and why it is not served, e.g.
+        /// `the inter-broker listener "INTERNAL" (set by inter.broker.listener.name, ...): ...`.
         listeners: Vec<String>,
     },
 
-    /// An SSL listener whose TLS settings cannot work (no keystore, a bad `ssl.*` value).
-    #[error("cannot serve SSL listener \"{listener}\": {problem}")]
-    TlsListener { listener: String, problem: String },
+    /// A TLS listener (SSL, SASL_SSL) whose TLS settings cannot work (no keystore, a bad
+    /// `ssl.*` value).
+    #[error("cannot serve {protocol} listener \"{listener}\": {problem}")]
+    TlsListener {
+        listener: String,
+        protocol: crate::config::SecurityProtocol,
+        problem: String,
+    },
 
     /// The inter-broker listener is a TLS one, but brokers could not verify each other (no
     /// truststore, a bad `ssl.*` value).

@@ -29,14 +29,21 @@ impl SecurityProtocol {
     }
 
     /// Whether kastle can serve a listener of this protocol: `PLAINTEXT`, `SSL` (rustls,
-    /// `security::tls`) and `SASL_PLAINTEXT` (`network::authentication`). `SASL_SSL` is refused at
-    /// start-up rather than served with one layer missing. No wildcard arm: a new protocol must
-    /// be marked served (or not) here explicitly.
+    /// `security::tls`), `SASL_PLAINTEXT` (`network::authentication`) and `SASL_SSL` (both, SASL
+    /// inside the TLS session). No wildcard arm: a new protocol must be marked served (or not)
+    /// here explicitly.
     pub fn is_served(self) -> bool {
         match self {
-            SecurityProtocol::Plaintext | SecurityProtocol::Ssl | SecurityProtocol::SaslPlaintext => true,
-            SecurityProtocol::SaslSsl => false,
+            SecurityProtocol::Plaintext
+            | SecurityProtocol::Ssl
+            | SecurityProtocol::SaslPlaintext
+            | SecurityProtocol::SaslSsl => true,
         }
+    }
+
+    /// Whether a listener of this protocol runs TLS (`SSL`, `SASL_SSL`).
+    pub fn uses_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
     }
 }
 

@@ -111,51 +111,64 @@ fn the_inter_broker_listener_must_be_advertised() {
 }
 
 #[test]
-fn listeners_of_a_protocol_kastle_cannot_serve_are_refused_by_name() {
-    let e = err_text(pairs(&[(
-        "listeners",
-        "PLAINTEXT://:9092,SSL://:9093,SASL_PLAINTEXT://:9094,SASL_SSL://:9095",
-    )]));
+fn a_sasl_ssl_listener_needs_a_keystore_and_the_error_names_the_listener_and_the_key() {
+    let e = err_text(pairs(&[
+        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
+        (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
+        ),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-256"),
+    ]));
     assert!(
-        e.contains("listener \"SASL_SSL\" (SASL_SSL://:9095") && e.contains("protocol SASL_SSL"),
+        e.contains("cannot serve SASL_SSL listener \"INTERNAL\"")
+            && e.contains("listener.name.internal.ssl.keystore.location"),
         "{e}"
     );
-    assert!(!e.contains("listener \"PLAINTEXT\""), "{e}");
-    assert!(!e.contains("listener \"SSL\""), "SSL is served: {e}");
-    assert!(
-        !e.contains("listener \"SASL_PLAINTEXT\""),
-        "SASL_PLAINTEXT is served: {e}"
-    );
-    assert!(e.contains("SASL over TLS is not served"), "{e}");
+    let ok = pairs(&[
+        ("listeners", "PLAINTEXT://:9092,SASL_SSL://:9095"),
+        ("listener.name.sasl_ssl.ssl.keystore.location", "/etc/kastle/broker.p12"),
+        ("listener.name.sasl_ssl.ssl.keystore.type", "PKCS12"),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512"),
+    ]);
+    assert!(ok.is_ok(), "{ok:?}");
 }
 
 #[test]
-fn a_listener_name_mapped_to_an_unserved_protocol_is_refused_naming_the_map() {
-    let e = err_text(pairs(&[
+fn a_sasl_ssl_inter_broker_listener_needs_a_truststore_and_a_login() {
+    let base = [
         ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
         (
             "listener.security.protocol.map",
             "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
         ),
-    ]));
-    assert!(
-        e.contains("listener \"INTERNAL\" (INTERNAL://:9093, from --override) with security protocol SASL_SSL")
-            && e.contains("mapped by listener.security.protocol.map, from --override"),
-        "{e}"
-    );
-    // The inter-broker listener is a listener: refused the same way.
-    let e = err_text(pairs(&[
-        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
-        (
-            "listener.security.protocol.map",
-            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
-        ),
+        ("listener.name.internal.ssl.keystore.location", "/etc/kastle/broker.p12"),
+        ("listener.name.internal.ssl.keystore.type", "PKCS12"),
         ("inter.broker.listener.name", "INTERNAL"),
-    ]));
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+        ("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
+    ];
+    let e = err_text(pairs(&base));
     assert!(
-        e.contains("listener \"INTERNAL\"") && e.contains("protocol SASL_SSL"),
+        e.contains("inter-broker listener \"INTERNAL\" (SASL_SSL)")
+            && e.contains("listener.name.internal.ssl.truststore.location"),
         "{e}"
     );
+    let mut with_truststore = base.to_vec();
+    with_truststore.push(("ssl.truststore.location", "/etc/kastle/ca.pem"));
+    with_truststore.push(("ssl.truststore.type", "PEM"));
+    let e = err_text(pairs(&with_truststore));
+    assert!(
+        e.contains("listener.name.internal.scram-sha-512.sasl.jaas.config"),
+        "{e}"
+    );
+    let mut complete = with_truststore.clone();
+    complete.push((
+        "listener.name.internal.scram-sha-512.sasl.jaas.config",
+        r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="b";"#,
+    ));
+    let c = pairs(&complete).expect("a SASL_SSL inter-broker listener with truststore and login is served");
+    assert_eq!(c.inter_broker_listener_name(), "INTERNAL");
 }
 
 #[test]
@@ -203,7 +216,7 @@ fn an_ssl_listener_without_a_keystore_is_refused_naming_the_listener_and_the_key
 }
 
 #[test]
-fn plaintext_ssl_and_sasl_plaintext_are_served() {
+fn every_security_protocol_is_served() {
     use crate::config::SecurityProtocol;
     let all = [
         SecurityProtocol::Plaintext,
@@ -211,15 +224,9 @@ fn plaintext_ssl_and_sasl_plaintext_are_served() {
         SecurityProtocol::SaslPlaintext,
         SecurityProtocol::SaslSsl,
     ];
-    let served: Vec<_> = all.into_iter().filter(|p| p.is_served()).collect();
-    assert_eq!(
-        served,
-        [
-            SecurityProtocol::Plaintext,
-            SecurityProtocol::Ssl,
-            SecurityProtocol::SaslPlaintext
-        ]
-    );
+    assert!(all.into_iter().all(|p| p.is_served()));
+    let tls: Vec<_> = all.into_iter().filter(|p| p.uses_tls()).collect();
+    assert_eq!(tls, [SecurityProtocol::Ssl, SecurityProtocol::SaslSsl]);
 }
 
 #[test]

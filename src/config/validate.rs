@@ -409,15 +409,13 @@ fn check_served(v: &View, listeners: &[EndPoint]) -> Result<(), ConfigError> {
     }
 }
 
-/// Every SSL listener has a keystore, and its `ssl.*` values are ones kastle serves (the
-/// stores themselves are read when the broker starts its listeners).
+/// Every TLS listener (SSL, SASL_SSL) has a keystore, and its `ssl.*` values are ones kastle
+/// serves (the stores themselves are read when the broker starts its listeners).
 fn check_tls_listeners(v: &View, listeners: &[EndPoint]) -> Result<(), ConfigError> {
-    for ep in listeners
-        .iter()
-        .filter(|e| e.security_protocol == SecurityProtocol::Ssl)
-    {
+    for ep in listeners.iter().filter(|e| e.security_protocol.uses_tls()) {
         let failed = |problem: String| ConfigError::TlsListener {
             listener: ep.listener_name.clone(),
+            protocol: ep.security_protocol,
             problem,
         };
         let lookup = |key: &str| crate::security::tls::settings::value_text(v.value(key));

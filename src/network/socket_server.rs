@@ -39,8 +39,9 @@ pub struct NetworkConfig {
     pub sasl: SaslListeners,
 }
 
-/// A bound listener for the socket server: its name, socket and, for an SSL listener, its TLS
-/// state (`None` serves plaintext).
+/// A bound listener for the socket server: its name, socket and, for a TLS listener (SSL,
+/// SASL_SSL), its TLS state (`None` serves plaintext). Whether it authenticates with SASL is
+/// [`NetworkConfig::sasl`]'s, independently of TLS.
 #[derive(Debug)]
 pub struct ServedListener {
     pub name: String,
@@ -263,8 +264,9 @@ impl<H: RequestHandler> Acceptor<H> {
 }
 
 /// The TLS handshake (within `tls_handshake_timeout`, and abandoned at shutdown), then the
-/// same request loop as plaintext over the TLS stream's halves. A failed handshake closes this
-/// connection only.
+/// same request loop as plaintext over the TLS stream's halves: on a SASL_SSL listener that
+/// starts with the SASL exchange, whose principal replaces the TLS one (as Kafka's). A failed
+/// handshake closes this connection only.
 async fn serve_tls<H: RequestHandler>(
     tls: Arc<TlsServer>,
     stream: tokio::net::TcpStream,
@@ -287,6 +289,7 @@ async fn serve_tls<H: RequestHandler>(
         }
     };
     info!(%peer, %listener, %principal, "TLS connection authenticated");
+    let sasl = config.sasl.0.get(&listener).cloned();
     let (reader, writer) = tokio::io::split(stream);
     let connection = Connection::from_halves(
         reader,
@@ -297,7 +300,8 @@ async fn serve_tls<H: RequestHandler>(
         handler,
         config.socket_request_max_bytes,
         config.connections_max_idle,
-    );
+    )
+    .with_sasl(sasl);
     connection.run(state).await;
 }
 

@@ -151,6 +151,7 @@ async fn start_registered(
         replica_manager: None,
         log_cleaner: None,
         credentials: None,
+        tls: None,
     };
     let effective = crate::server::dynamic_config::apply_broker_configs(&zk, &dynamic_targets)
         .await
@@ -162,7 +163,8 @@ async fn start_registered(
     }
 
     let tls_servers = {
-        let config = config.clone();
+        // The dynamic `listener.name.<l>.ssl.*` keys included, as Kafka starts with them.
+        let config = effective.clone();
         // Reads the keystores: off the async workers.
         tokio::task::spawn_blocking(move || listeners::tls_servers(&config))
             .await
@@ -171,6 +173,7 @@ async fn start_registered(
                 source: std::io::Error::other(e),
             })??
     };
+    dynamic_targets.tls = Some(tls_servers.clone());
     // Every broker-to-broker connection is secured as the inter-broker listener demands; a
     // missing truststore or login stops the start-up here, naming the key.
     let inter_broker_security = {
@@ -225,6 +228,7 @@ async fn start_registered(
         fetch_sessions: crate::server::fetch_session::wire::FetchManager::new(
             crate::server::fetch_session::wire::FetchSessionConfig::from_config(config),
         ),
+        tls_servers: tls_servers.clone(),
     });
 
     let mut registrar = Registrar::new(

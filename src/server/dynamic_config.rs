@@ -4,8 +4,9 @@
 //! remembers the last one processed, deletes notifications older than 15 minutes, and applies
 //! each change without a restart: a topic's `/config/topics/<t>` to that topic's logs, the
 //! broker entities `/config/brokers/<default>` and `/config/brokers/<this id>` (layered on the
-//! static config, [`crate::config::dynamic`]) to the broker-level log defaults of every log
-//! and to the acceptor's connection limits; a changed key kastle only stores is logged as such.
+//! static config, [`crate::config::dynamic`]) to the broker-level log defaults of every log,
+//! the acceptor's connection limits and the TLS listeners' keystores
+//! ([`crate::server::tls_reload`]); a changed key kastle only stores is logged as such.
 //!
 //! The decisions (which notifications, which to purge, which entity a payload names) are pure
 //! functions below; ZooKeeper and the logs are at the edge, in [`run`].
@@ -203,6 +204,9 @@ pub struct Targets {
     pub log_cleaner: Option<Arc<LogCleaner>>,
     /// The SCRAM credential cache (`users/<u>` changes); `None` before it is loaded.
     pub credentials: Option<Arc<crate::security::sasl::credentials::CredentialCache>>,
+    /// The TLS listeners (`listener.name.<l>.ssl.*` changes); `None` before they are loaded
+    /// (from the effective config the start-up read returns).
+    pub tls: Option<crate::server::listeners::TlsServers>,
 }
 
 /// `num.replica.fetchers`: fetcher tasks per leader (at least one).
@@ -210,8 +214,8 @@ pub fn replica_fetchers(config: &KafkaConfig) -> usize {
     config.get_i32("num.replica.fetchers").unwrap_or(1).max(1) as usize
 }
 
-/// Reads both broker entities and applies the result to every log, the connection limits and
-/// the replica fetcher pool; returns the effective config.
+/// Reads both broker entities and applies the result to every log, the connection limits, the
+/// replica fetcher pool and the TLS listeners; returns the effective config.
 pub async fn apply_broker_configs<S: ZkStore>(
     zk: &KafkaZkClient<S>,
     targets: &Targets,
@@ -235,6 +239,11 @@ pub async fn apply_broker_configs<S: ZkStore>(
     targets.connection_quotas.update(connection_limits(&effective));
     if let Some(rm) = &targets.replica_manager {
         rm.fetchers().resize(replica_fetchers(&effective));
+    }
+    if let Some(tls) = &targets.tls {
+        let (tls, config) = (tls.clone(), effective.clone());
+        // Reads the keystores: off the async workers.
+        let _ = tokio::task::spawn_blocking(move || crate::server::tls_reload::apply(&tls, &config)).await;
     }
     if let Some(cleaner) = &targets.log_cleaner {
         let wanted = CleanerConfig::from_broker(&effective);
@@ -477,6 +486,7 @@ mod tests {
             replica_manager: None,
             log_cleaner: None,
             credentials: None,
+            tls: None,
         };
         let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()

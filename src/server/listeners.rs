@@ -1,8 +1,8 @@
 //! Listener sockets. Each `listeners` entry is bound at start-up, before the broker registers,
 //! so a port of 0 is resolved to the bound port and that is what `advertised.listeners`
 //! publishes (as Kafka does). The socket server takes them over once the broker is registered.
-//! SSL listeners get their TLS state ([`TlsServers`]) before binding: an unreadable keystore
-//! stops the start-up, naming the listener and the key.
+//! TLS listeners (SSL, SASL_SSL) get their TLS state ([`TlsServers`]) before binding: an
+//! unreadable keystore stops the start-up, naming the listener and the key.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -17,27 +17,25 @@ use crate::zk::models::AdvertisedEndpoint;
 
 /// A listener's TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot serve SSL listener \"{listener}\": {source}")]
+#[error("cannot serve {protocol} listener \"{listener}\": {source}")]
 pub struct ListenerTlsError {
     pub listener: String,
+    pub protocol: SecurityProtocol,
     pub source: TlsConfigError,
 }
 
-/// The TLS state of every SSL listener, by listener name; shared with the dynamic config
+/// The TLS state of every TLS listener (SSL, SASL_SSL), by listener name; shared with the dynamic config
 /// handler, which reloads a listener's keystore.
 pub type TlsServers = Arc<BTreeMap<String, Arc<TlsServer>>>;
 
-/// Loads the keystore (and truststore) of every SSL listener of `config`. Reads files: run it
+/// Loads the keystore (and truststore) of every TLS listener of `config`. Reads files: run it
 /// at start-up, before serving.
 pub fn tls_servers(config: &KafkaConfig) -> Result<TlsServers, ListenerTlsError> {
     let mut servers = BTreeMap::new();
-    for ep in config
-        .listeners()
-        .iter()
-        .filter(|e| e.security_protocol == SecurityProtocol::Ssl)
-    {
+    for ep in config.listeners().iter().filter(|e| e.security_protocol.uses_tls()) {
         let err = |source| ListenerTlsError {
             listener: ep.listener_name.clone(),
+            protocol: ep.security_protocol,
             source,
         };
         let settings = TlsSettings::from_config(config, &ep.listener_name).map_err(err)?;
@@ -69,7 +67,7 @@ impl BoundListener {
         (self.name, self.listener)
     }
 
-    /// The listener for the socket server, with its TLS state if it is an SSL listener.
+    /// The listener for the socket server, with its TLS state if it is a TLS listener.
     pub fn into_served(self, tls: &TlsServers) -> ServedListener {
         ServedListener {
             tls: tls.get(&self.name).cloned(),

@@ -11,6 +11,7 @@ pub mod log_dirs;
 pub mod metadata_cache;
 pub mod producer_ids;
 pub mod registration;
+pub mod tls_reload;
 pub mod topic_creation;
 
 pub use broker::{Broker, BrokerError, BrokerHandle};

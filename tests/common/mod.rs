@@ -14,8 +14,11 @@ pub mod docker;
 pub mod groups;
 pub mod inter_broker;
 pub mod pki;
+pub mod netns;
 pub mod process;
+pub mod reliability;
 pub mod replicas;
+pub mod sasl;
 pub mod wire;
 pub mod zookeeper;
 

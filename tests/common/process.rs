@@ -15,6 +15,8 @@ pub struct BrokerSpec {
     pub listeners: String,
     /// Extra `key: value` lines.
     pub extra: Vec<(String, String)>,
+    /// A command the broker runs under (e.g. `ip netns exec <ns>`); none unless set.
+    pub prefix: Vec<String>,
 }
 
 impl BrokerSpec {
@@ -25,7 +27,15 @@ impl BrokerSpec {
             session_timeout_ms: 6000,
             listeners: "PLAINTEXT://127.0.0.1:0".to_string(),
             extra: Vec::new(),
+            prefix: Vec::new(),
         }
+    }
+
+    /// Runs the broker as `prefix... kastle broker ...`; the prefix must exec the command (as
+    /// `ip netns exec` does), so that the child's pid is the broker's.
+    pub fn prefix(mut self, prefix: &[&str]) -> Self {
+        self.prefix = prefix.iter().map(|p| p.to_string()).collect();
+        self
     }
 
     pub fn session_timeout_ms(mut self, ms: u64) -> Self {
@@ -107,11 +117,47 @@ impl BrokerProcess {
         let config = dir.path().join("broker.yaml");
         std::fs::write(&config, spec.yaml(&log_dir)).expect("write config");
         let stderr = std::fs::File::create(dir.path().join("stderr.log")).expect("stderr file");
-        let child = Command::new(env!("CARGO_BIN_EXE_kastle"))
+        let kastle = env!("CARGO_BIN_EXE_kastle");
+        let mut command = match spec.prefix.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(kastle);
+                c
+            }
+            None => Command::new(kastle),
+        };
+        let child = command
             .arg("broker")
             .arg("--config")
             .arg(&config)
             .env("KASTLE_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn kastle");
+        BrokerProcess {
+            child,
+            dir,
+            log_dir,
+            exit: None,
+        }
+    }
+
+    /// Starts `kastle broker --config <config>` with `env` (e.g. `KASTLE_CFG_*` variables), for
+    /// tests of a config file users get; `log_dir` is where that config puts the logs.
+    pub fn start_with_config(config: &Path, env: &[(String, String)], log_dir: PathBuf) -> BrokerProcess {
+        let dir = tempfile::Builder::new()
+            .prefix("kastle-broker-")
+            .tempdir()
+            .expect("tempdir");
+        let stderr = std::fs::File::create(dir.path().join("stderr.log")).expect("stderr file");
+        let child = Command::new(env!("CARGO_BIN_EXE_kastle"))
+            .arg("broker")
+            .arg("--config")
+            .arg(config)
+            .env("KASTLE_LOG", "info")
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)

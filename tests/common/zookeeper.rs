@@ -16,6 +16,8 @@ pub struct ZooKeeperServer {
     pub port: u16,
     /// The TLS port (`secureClientPort`) when [`Secured::tls`] asked for one.
     pub secure_port: Option<u16>,
+    /// The address it listens on (`127.0.0.1` unless started with [`ZooKeeperServer::start_private_on`]).
+    pub host: String,
     pub data_dir: std::path::PathBuf,
     /// Held until the process exits; its closing stops ZooKeeper.
     _lifeline: Mutex<ChildStdin>,
@@ -28,12 +30,12 @@ pub struct ZooKeeperServer {
 impl ZooKeeperServer {
     /// `127.0.0.1:<port>`.
     pub fn address(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.host, self.port)
     }
 
     /// `127.0.0.1:<port><chroot>`.
     pub fn connect(&self, chroot: &str) -> String {
-        format!("127.0.0.1:{}{chroot}", self.port)
+        format!("{}:{}{chroot}", self.host, self.port)
     }
 
     /// `127.0.0.1:<secure port><chroot>`; panics if the server has no TLS port.
@@ -81,6 +83,12 @@ impl ZooKeeperServer {
     /// on the server, so the binary's shared one would disturb other tests). Stopped on drop.
     pub fn start_private() -> ZooKeeperServer {
         start()
+    }
+
+    /// A private ZooKeeper listening on `host` (e.g. a bridge address that brokers in network
+    /// namespaces reach). Stopped on drop.
+    pub fn start_private_on(host: &str) -> ZooKeeperServer {
+        start_on(&Secured::default(), host)
     }
 
     /// A private ZooKeeper configured as `secured` says. Stopped on drop.
@@ -134,6 +142,10 @@ fn start() -> ZooKeeperServer {
 }
 
 fn start_with(secured: &Secured) -> ZooKeeperServer {
+    start_on(secured, "127.0.0.1")
+}
+
+fn start_on(secured: &Secured, host: &str) -> ZooKeeperServer {
     let jar = "/usr/share/java/zookeeper.jar";
     assert!(
         std::path::Path::new(jar).exists(),
@@ -147,7 +159,7 @@ fn start_with(secured: &Secured) -> ZooKeeperServer {
     let port = free_port();
     let cfg = data_dir.join("zoo.cfg");
     let mut zoo_cfg = format!(
-        "tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+        "tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={port}\nclientPortAddress={host}\n\
          admin.enableServer=false\n4lw.commands.whitelist=*\nminSessionTimeout=1000\nmaxSessionTimeout=30000\n\
          maxClientCnxns=0\n",
         data_dir.display()
@@ -221,7 +233,7 @@ fn start_with(secured: &Secured) -> ZooKeeperServer {
         .expect("spawn ZooKeeper");
     let lifeline = child.stdin.take().expect("lifeline pipe");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !is_serving(port) {
+    while !is_serving(host, port) {
         assert!(
             Instant::now() < deadline,
             "ZooKeeper did not start on port {port}; log: {}",
@@ -245,6 +257,7 @@ fn start_with(secured: &Secured) -> ZooKeeperServer {
         pid,
         port,
         secure_port,
+        host: host.to_string(),
         data_dir,
         _lifeline: Mutex::new(lifeline),
         _shell: Mutex::new(child),
@@ -252,8 +265,8 @@ fn start_with(secured: &Secured) -> ZooKeeperServer {
 }
 
 /// `srvr` answers with the mode once the server serves requests.
-fn is_serving(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+fn is_serving(host: &str, port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect((host, port)) else {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));

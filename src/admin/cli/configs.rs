@@ -2,7 +2,8 @@
 //! `--bootstrap-server`: `--describe` and `--alter` of `topics`, `brokers` (by id or
 //! `--entity-default`) and `broker-loggers`, through DescribeConfigs and
 //! IncrementalAlterConfigs (Kafka 3.9's tool alters broker configs with the older AlterConfigs;
-//! the incremental form changes only the named keys, with the same result).
+//! the incremental form changes only the named keys, with the same result). `users` (SCRAM
+//! credentials) is `configs_users`'.
 //!
 //! Also the config reading `kastle topics --describe` shares ([`describe_entries`]).
 
@@ -160,10 +161,12 @@ pub async fn describe_entries(
 /// `kastle configs`: options as `kafka-configs.sh` names them.
 #[derive(Debug, Args)]
 #[command(
-    about = "Describe or alter the dynamic configs of topics and brokers, like kafka-configs.sh",
-    long_about = "This tool helps to manipulate and describe entity config for a topic or broker \
-        (kafka-configs.sh with --bootstrap-server). Entity types: topics, brokers, broker-loggers. \
-        Needs a broker serving DescribeConfigs and IncrementalAlterConfigs."
+    about = "Describe or alter the dynamic configs of topics, brokers and users, like kafka-configs.sh",
+    long_about = "This tool helps to manipulate and describe entity config for a topic, broker or user \
+        (kafka-configs.sh with --bootstrap-server). Entity types: topics, brokers, broker-loggers, \
+        users (SCRAM credentials: --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'). \
+        Needs a broker serving DescribeConfigs and IncrementalAlterConfigs (users: \
+        DescribeUserScramCredentials and AlterUserScramCredentials)."
 )]
 pub struct ConfigsArgs {
     /// The Kafka servers to connect to.
@@ -179,10 +182,10 @@ pub struct ConfigsArgs {
     /// configuration when the entity type is brokers).
     #[arg(long)]
     pub all: bool,
-    /// Type of entity (topics/brokers/broker-loggers).
+    /// Type of entity (topics/brokers/broker-loggers/users).
     #[arg(long)]
     pub entity_type: Option<String>,
-    /// Name of entity (topic name/broker id).
+    /// Name of entity (topic name/broker id/user principal name).
     #[arg(long)]
     pub entity_name: Option<String>,
     /// Default entity name for brokers (applies to corresponding entity type in command line).
@@ -204,6 +207,9 @@ pub struct ConfigsArgs {
     /// The config defaults for all brokers.
     #[arg(long)]
     pub broker_defaults: bool,
+    /// The user's principal name (same as --entity-type users --entity-name).
+    #[arg(long)]
+    pub user: Option<String>,
 }
 
 /// The entity a command is about, after Kafka's checks.
@@ -235,7 +241,10 @@ pub fn check_args(a: &ConfigsArgs) -> CliResult<Entity> {
     if a.broker.is_some() || a.broker_defaults {
         types.push("brokers".into());
     }
-    let specific = a.topic.is_some() || a.broker.is_some() || a.broker_defaults;
+    if a.user.is_some() {
+        types.push("users".into());
+    }
+    let specific = a.topic.is_some() || a.broker.is_some() || a.broker_defaults || a.user.is_some();
     if specific && (a.entity_type.is_some() || a.entity_name.is_some() || a.entity_default) {
         return fail("--entity-{type,name,default} should not be used in conjunction with specific entity flags");
     }
@@ -246,9 +255,9 @@ pub fn check_args(a: &ConfigsArgs) -> CliResult<Entity> {
         return fail("At least one entity type must be specified");
     };
     match kind.as_str() {
-        "topics" | "brokers" | "broker-loggers" => {}
-        "clients" | "users" | "ips" | "client-metrics" => {
-            return fail(format!("Entity type {kind} is not supported by kastle (topics, brokers, broker-loggers are)"))
+        "topics" | "brokers" | "broker-loggers" | "users" => {}
+        "clients" | "ips" | "client-metrics" => {
+            return fail(format!("Entity type {kind} is not supported by kastle (topics, brokers, broker-loggers, users are)"))
         }
         other => return fail(format!(
             "Invalid entity type {other}, the entity type must be one of topics, clients, users, brokers, ips, broker-loggers, client-metrics with a --bootstrap-server or --bootstrap-controller argument"
@@ -265,9 +274,10 @@ pub fn check_args(a: &ConfigsArgs) -> CliResult<Entity> {
             .clone()
             .or_else(|| a.topic.clone())
             .or_else(|| a.broker.clone())
+            .or_else(|| a.user.clone())
     };
     if let Some(n) = name.as_deref().filter(|n| !n.is_empty()) {
-        if kind != "topics" && n.parse::<i32>().is_err() {
+        if (kind == "brokers" || kind == "broker-loggers") && n.parse::<i32>().is_err() {
             return fail(format!(
                 "The entity name for {kind} must be a valid integer broker id, but it is: {n}"
             ));
@@ -277,7 +287,7 @@ pub fn check_args(a: &ConfigsArgs) -> CliResult<Entity> {
         return fail("an entity name must be specified with --describe of broker-loggers");
     }
     if a.alter {
-        if kind == "brokers" {
+        if kind == "brokers" || kind == "users" {
             if name.is_none() {
                 return fail(
                     "an entity-name or default entity must be specified with --alter of users, clients, brokers or ips",
@@ -422,12 +432,16 @@ fn resource_type_of(kind: &str) -> i8 {
 /// Runs the command; what it prints goes to stdout.
 pub async fn run(a: &ConfigsArgs, args_line: &str) -> CliResult<()> {
     let entity = check_args(a)?;
+    let users = match entity.kind.as_str() {
+        "users" => Some(super::configs_users::check(a, entity.name.as_deref())?),
+        _ => None,
+    };
     let bootstrap = a.bootstrap_server.as_deref().unwrap_or_default();
     let mut admin = Admin::connect(bootstrap).await?;
-    let result = if a.alter {
-        alter(&admin, a, &entity).await
-    } else {
-        describe(&mut admin, a, &entity).await
+    let result = match users {
+        Some(command) => super::configs_users::execute(&mut admin, command).await,
+        None if a.alter => alter(&admin, a, &entity).await,
+        None => describe(&mut admin, a, &entity).await,
     };
     result.map_err(|e| match e {
         CliError::Failed(m) if m.starts_with("Invalid config(s)") => CliError::Failed(m),

@@ -11,6 +11,7 @@
 //! | `groups_reset` | `consumer-groups --reset-offsets`: the plan and its OffsetCommit |
 //! | `groups_format` | the tables of `consumer-groups`, datetime and duration parsing (pure) |
 //! | `acls` | `kastle acls` (kafka-acls.sh): CreateAcls, DeleteAcls, DescribeAcls |
+//! | `configs_users` | `kastle configs --entity-type users`: SCRAM credentials through Describe/AlterUserScramCredentials |
 //! | `topics`, `configs`, `consumer_groups`, `delete_records`, `leader_election` | one command each: options (clap), Kafka's checks and messages, pure formatting, then the I/O |
 //!
 //! Each command prints what Kafka's tool prints; the formatting functions are pure and
@@ -19,6 +20,7 @@
 pub mod acls;
 pub mod client;
 pub mod configs;
+pub mod configs_users;
 pub mod consumer_groups;
 pub mod delete_records;
 pub mod groups_format;

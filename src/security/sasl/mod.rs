@@ -52,6 +52,11 @@ impl ScramMechanism {
         4096
     }
 
+    /// Kafka's maximum iterations (`ScramMechanism.maxIterations`).
+    pub fn max_iterations(self) -> i32 {
+        16_384
+    }
+
     pub(crate) fn hash(self, data: &[u8]) -> Vec<u8> {
         match self {
             ScramMechanism::Sha256 => Sha256::digest(data).to_vec(),

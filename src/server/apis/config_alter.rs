@@ -3,7 +3,8 @@
 //! `AdminZkClient.changeEntityConfig`): the checks with Kafka's codes and messages, the
 //! incremental ops on an entity's config, and the write — `/config/topics/<t>` or
 //! `/config/brokers/<id>|<default>` at the version just read (created if missing), then the
-//! `/config/changes` notification every broker applies. Nothing is written for a refused
+//! `/config/changes` notification every broker applies. A change of this broker's TLS
+//! listener stores is loaded first (`server::tls_reload`). Nothing is written for a refused
 //! resource. The checks and the ops are pure; [`alter`] is the edge.
 
 use std::collections::BTreeMap;
@@ -266,6 +267,31 @@ pub(super) fn check_config(target: &Target, config: &BTreeMap<String, String>) -
     }
 }
 
+/// A per-broker change of a TLS listener's stores must load on this broker before it is
+/// written (Kafka's `validateReconfiguration` of the listener's `SslFactory`): a keystore that
+/// does not load is INVALID_CONFIG naming the key, and the one in force stays.
+async fn check_tls(apis: &KafkaApis, id: BrokerId, per_broker: &BTreeMap<String, String>) -> Result<(), Refusal> {
+    if apis.tls_servers.is_empty() {
+        return Ok(());
+    }
+    let cluster = apis
+        .zk
+        .entity_config("brokers", DEFAULT_ENTITY)
+        .await
+        .map_err(|e| Refusal::new(ec::UNKNOWN_SERVER_ERROR, e.to_string()))?;
+    let effective = crate::server::dynamic_config::effective_config(&apis.broker_config, &cluster, per_broker, id);
+    let servers = apis.tls_servers.clone();
+    // Reads the keystores: off the async workers.
+    match tokio::task::spawn_blocking(move || crate::server::tls_reload::validate(&servers, &effective)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Refusal::new(
+            ec::INVALID_CONFIG,
+            format!("Validation of dynamic config update of SSLFactory failed: {e}"),
+        )),
+        Err(e) => Err(Refusal::new(ec::UNKNOWN_SERVER_ERROR, e.to_string())),
+    }
+}
+
 /// Reads the entity, computes its new config with `change`, checks it and (unless
 /// `validate_only`) writes it at the version read, then the change notification. A concurrent
 /// writer makes the write fail; it is retried from the read a few times.
@@ -293,6 +319,9 @@ pub(super) async fn alter(
             }
         }
         check_config(target, &new)?;
+        if let Target::Broker(Some(id)) = target {
+            check_tls(apis, *id, &new).await?;
+        }
         if validate_only {
             return Ok(());
         }

@@ -69,6 +69,9 @@ pub struct KafkaApis {
     pub fetch_sessions: crate::server::fetch_session::wire::FetchManager,
     /// The ACL authorizer when `authorizer.class.name` names it; `None`: no authorization.
     pub authorizer: Option<Arc<crate::security::authorizer::AclAuthorizer>>,
+    /// The TLS listeners, whose stores a `listener.name.<l>.ssl.*` alteration must load before
+    /// it is written.
+    pub tls_servers: crate::server::listeners::TlsServers,
 }
 
 impl RequestHandler for KafkaApis {

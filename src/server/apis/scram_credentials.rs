@@ -29,8 +29,6 @@ const DUPLICATE_RESOURCE: i16 = ResponseError::DuplicateResource.code();
 const UNACCEPTABLE_CREDENTIAL: i16 = ResponseError::UnacceptableCredential.code();
 const UNSUPPORTED_SASL_MECHANISM: i16 = ResponseError::UnsupportedSaslMechanism.code();
 const UNKNOWN_SERVER_ERROR: i16 = ResponseError::UnknownServerError.code();
-/// Kafka's `ScramMechanism.maxIterations` (the minimum is the mechanism's own, 4096).
-const MAX_ITERATIONS: i32 = 16_384;
 
 type Failure = (i16, String);
 
@@ -132,7 +130,7 @@ fn check(user: &str, mechanism: i8, iterations: Option<i32>) -> Result<ScramMech
         .ok_or((UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism".to_string()))?;
     match iterations {
         Some(i) if i < m.min_iterations() => Err((UNACCEPTABLE_CREDENTIAL, "Too few iterations".into())),
-        Some(i) if i > MAX_ITERATIONS => Err((UNACCEPTABLE_CREDENTIAL, "Too many iterations".into())),
+        Some(i) if i > m.max_iterations() => Err((UNACCEPTABLE_CREDENTIAL, "Too many iterations".into())),
         _ => Ok(m),
     }
 }
