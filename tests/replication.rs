@@ -2,7 +2,8 @@
 //! acks=all with min.insync.replicas=2 loses nothing when the leader is killed or paused past
 //! its session, replicas end byte-identical (per-batch CRCs), a lagging follower leaves the ISR
 //! in ZooKeeper and comes back after catching up, and an ISR below the minimum refuses acks=all
-//! writes without appending.
+//! writes without appending. The leader-kill check runs again with the inter-broker listener on
+//! mutual TLS, on SASL SCRAM, and on SCRAM inside TLS (SASL_SSL) (`common::inter_broker`).
 
 mod common;
 
@@ -10,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::cluster::{cluster_ready, controller_of};
+use common::inter_broker::{InterBroker, Security};
 use common::replicas::{
     batch_crcs, bootstrap, create_topic, isr, leader, leader_log_end, lines, log_end, produce_request, python, spec,
     state, CONSUMER, PRODUCER, SESSION_MS,
@@ -84,14 +86,17 @@ enum Disruption {
     Pause,
 }
 
-/// 50,000 records with acks=all (RF 3, min ISR 2) while the leader is disrupted.
-async fn acks_all_survives_the_leader(disruption: Disruption, name: &str) {
+/// 50,000 records with acks=all (RF 3, min ISR 2) while the leader is disrupted; the brokers
+/// replicate, and the controller reaches them, over an `inter_broker` listener.
+async fn acks_all_survives_the_leader(disruption: Disruption, inter_broker: InterBroker, name: &str) {
     const COUNT: usize = 50_000;
     let chroot = unique_chroot(name);
-    let extra = [("min.insync.replicas", "2")];
-    let specs: Vec<BrokerSpec> = (1..=3).map(|id| spec(&chroot, id, &extra)).collect();
-    let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = zookeeper().session(&chroot).await;
+    let security = Security::new(inter_broker);
+    security.prepare(&zk).await;
+    let extra = [("min.insync.replicas", "2")];
+    let specs: Vec<BrokerSpec> = (1..=3).map(|id| security.apply(spec(&chroot, id, &extra))).collect();
+    let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     cluster_ready(&zk, 3).await;
     create_topic(&zk, "durable", "[1,2,3]").await;
     let first_leader = leader(&zk, "durable").await;
@@ -165,12 +170,27 @@ async fn acks_all_survives_the_leader(disruption: Disruption, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_all_loses_nothing_when_the_leader_is_killed_and_restarted() {
-    acks_all_survives_the_leader(Disruption::Kill, "repl-kill").await;
+    acks_all_survives_the_leader(Disruption::Kill, InterBroker::Plaintext, "repl-kill").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_loses_nothing_when_the_leader_is_killed_and_restarted_with_mutual_tls_between_brokers() {
+    acks_all_survives_the_leader(Disruption::Kill, InterBroker::Ssl, "repl-kill-ssl").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_loses_nothing_when_the_leader_is_killed_and_restarted_with_scram_between_brokers() {
+    acks_all_survives_the_leader(Disruption::Kill, InterBroker::SaslPlaintext, "repl-kill-sasl").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_loses_nothing_when_the_leader_is_killed_and_restarted_with_sasl_ssl_between_brokers() {
+    acks_all_survives_the_leader(Disruption::Kill, InterBroker::SaslSsl, "repl-kill-sasl-ssl").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_leader_acknowledges_nothing_after_losing_leadership_and_truncates_to_the_new_one() {
-    acks_all_survives_the_leader(Disruption::Pause, "repl-pause").await;
+    acks_all_survives_the_leader(Disruption::Pause, InterBroker::Plaintext, "repl-pause").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

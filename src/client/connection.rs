@@ -7,6 +7,10 @@
 //! reader task owns the read half and completes callers in order. A caller that stops waiting
 //! cannot corrupt the stream, because frames are written whole by the writer task.
 //!
+//! With `ConnectionConfig::security` set, the socket is wrapped in TLS before anything is sent
+//! and the SASL login follows the ApiVersions handshake (`security`); either failing fails the
+//! connect.
+//!
 //! Owns the socket and nothing else: it does not reconnect (the pool does) and does not
 //! interpret Kafka error codes inside responses.
 
@@ -18,8 +22,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestKind, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -28,6 +31,7 @@ use tracing::{debug, trace};
 
 use super::error::ClientError;
 use super::in_flight::{CloseReason, Outgoing, Shared};
+use super::security::{authenticate, host_of, relogin_at, ConnectionSecurity};
 use super::versions::{read_api_versions_reply, ApiVersionRanges, ApiVersionsReply, API_VERSIONS_FIRST_VERSION};
 use super::wire::{encode_request_frame, read_frame};
 
@@ -49,6 +53,8 @@ pub struct ConnectionConfig {
     /// Larger response frames close the connection instead of being allocated (the broker's
     /// `socket.request.max.bytes` default, 100 MiB, which comfortably holds a 50 MiB fetch).
     pub max_response_bytes: usize,
+    /// TLS and SASL on this connection (the inter-broker listener's protocol); none by default.
+    pub security: ConnectionSecurity,
 }
 
 impl Default for ConnectionConfig {
@@ -57,6 +63,7 @@ impl Default for ConnectionConfig {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_response_bytes: 100 * 1024 * 1024,
+            security: ConnectionSecurity::default(),
         }
     }
 }
@@ -72,6 +79,9 @@ pub struct BrokerConnection {
     /// The broker's ranges from the handshake. Fixed for the connection's life: a broker's
     /// versions only change across a restart, which drops the connection.
     api_versions: ApiVersionRanges,
+    /// When the SASL session the broker granted is close to its end (KIP-368): from then on
+    /// the connection is not [`usable`](Self::is_usable) and its owner connects anew.
+    relogin_at: Option<Instant>,
     reader: JoinHandle<()>,
     writer: JoinHandle<()>,
 }
@@ -90,8 +100,9 @@ impl BrokerConnection {
         Self::connect_with(addr, client_id, &config).await
     }
 
-    /// Connects, then asks the broker for its API versions (ApiVersions v3, falling back per
-    /// KIP-511). Any failure before the handshake completes is a failed connect.
+    /// Connects (with TLS if `config.security` says so), asks the broker for its API versions
+    /// (ApiVersions v3, falling back per KIP-511), then logs in if `config.security` has a SASL
+    /// login. Any failure before all that completes is a failed connect.
     pub async fn connect_with(
         addr: impl ToSocketAddrs + fmt::Display,
         client_id: &str,
@@ -108,9 +119,34 @@ impl BrokerConnection {
                 addr: name.clone(),
                 source,
             })?;
-            let mut connection = Self::start(stream, name.clone(), client_id, config);
+            let mut connection = match &config.security.tls {
+                None => {
+                    let (read, write) = stream.into_split();
+                    Self::start(read, write, name.clone(), client_id, config)
+                }
+                Some(tls) => {
+                    let stream = crate::security::tls::client::connect(tls, host_of(&name), stream)
+                        .await
+                        .map_err(|e| ClientError::Connect {
+                            addr: name.clone(),
+                            source: io::Error::new(e.kind(), format!("TLS handshake failed: {e}")),
+                        })?;
+                    let (read, write) = tokio::io::split(stream);
+                    Self::start(read, write, name.clone(), client_id, config)
+                }
+            };
             connection.api_versions = connection.negotiate_api_versions().await?;
-            debug!(broker = %name, versions = ?connection.api_versions, "connected");
+            if let Some(login) = &config.security.sasl {
+                let started = Instant::now();
+                let lifetime = authenticate(&connection, login).await?;
+                connection.relogin_at = lifetime.map(|l| relogin_at(started, l));
+            }
+            debug!(
+                broker = %name,
+                protocol = config.security.protocol_name(),
+                versions = ?connection.api_versions,
+                "connected"
+            );
             Ok(connection)
         };
         match tokio::time::timeout(config.connect_timeout, setup).await {
@@ -125,8 +161,11 @@ impl BrokerConnection {
         }
     }
 
-    fn start(stream: TcpStream, addr: String, client_id: &str, config: &ConnectionConfig) -> Self {
-        let (read, write) = stream.into_split();
+    fn start<R, W>(read: R, write: W, addr: String, client_id: &str, config: &ConnectionConfig) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (outgoing_tx, outgoing_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::new(addr, outgoing_tx));
         let reader = tokio::spawn(read_loop(read, Arc::clone(&shared), config.max_response_bytes));
@@ -136,6 +175,7 @@ impl BrokerConnection {
             client_id: StrBytes::from_string(client_id.to_owned()),
             request_timeout: config.request_timeout,
             api_versions: ApiVersionRanges::default(),
+            relogin_at: None,
             reader,
             writer,
         }
@@ -246,6 +286,12 @@ impl BrokerConnection {
         self.shared.closed_at().is_some()
     }
 
+    /// Whether new requests should go over this connection: it is open and its SASL session, if
+    /// it has a lifetime, is not about to end. Owners replace an unusable connection.
+    pub fn is_usable(&self) -> bool {
+        !self.is_closed() && self.relogin_at.is_none_or(|at| Instant::now() < at)
+    }
+
     /// When the connection closed, if it has.
     pub fn closed_at(&self) -> Option<Instant> {
         self.shared.closed_at()
@@ -321,7 +367,7 @@ fn encode_body(body: &impl Encodable, buf: &mut BytesMut, version: i16) -> Resul
 
 /// Owns the read half: reads response frames and completes callers until EOF, an error, a
 /// protocol violation, or a close from elsewhere.
-async fn read_loop(read: OwnedReadHalf, shared: Arc<Shared>, max_response_bytes: usize) {
+async fn read_loop<R: AsyncRead + Unpin>(read: R, shared: Arc<Shared>, max_response_bytes: usize) {
     let mut closed = shared.subscribe_closed();
     let mut read = BufReader::new(read);
     let reason = loop {
@@ -344,7 +390,11 @@ async fn read_loop(read: OwnedReadHalf, shared: Arc<Shared>, max_response_bytes:
 
 /// Owns the write half: writes queued frames whole and in queue order, coalescing a burst into
 /// one write.
-async fn write_loop(mut write: OwnedWriteHalf, mut outgoing: mpsc::UnboundedReceiver<Outgoing>, shared: Arc<Shared>) {
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut write: W,
+    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
+    shared: Arc<Shared>,
+) {
     let mut closed = shared.subscribe_closed();
     let mut batch = Vec::with_capacity(MAX_FRAMES_PER_WRITE);
     loop {

@@ -1,10 +1,10 @@
 //! The one error type of the internal client.
 //!
 //! Every variant names the broker (or the API) so a log line is actionable on its own. Blast
-//! radius: `Io`, `Timeout`, `Protocol` and `Closed` mean the connection is gone (the pool
-//! reconnects on the next call); `Encode`, `Decode`, `UnsupportedVersion` and `UnknownApiKey`
-//! concern one request and leave the connection usable. Kafka error codes inside a response
-//! body are response data, not `ClientError`s.
+//! radius: `Io`, `Timeout`, `Protocol`, `Authentication` and `Closed` mean the connection is
+//! gone (the pool reconnects on the next call); `Encode`, `Decode`, `UnsupportedVersion` and
+//! `UnknownApiKey` concern one request and leave the connection usable. Kafka error codes
+//! inside a response body are response data, not `ClientError`s.
 
 use std::io;
 use std::time::Duration;
@@ -51,6 +51,13 @@ pub enum ClientError {
     /// The connection was closed (by the broker, or by this side) before the request completed.
     #[error("the connection to broker {addr} is closed")]
     Closed { addr: String },
+    /// The broker refused the SASL login (or the exchange broke); the connection is closed.
+    #[error("SASL {mechanism} authentication to broker {addr} failed: {reason}")]
+    Authentication {
+        addr: String,
+        mechanism: &'static str,
+        reason: String,
+    },
     /// The pool was asked for a broker id it has no address for.
     #[error("no address is known for broker {broker_id}")]
     UnknownBroker { broker_id: i32 },

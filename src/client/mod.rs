@@ -4,6 +4,7 @@
 //! | module | owns |
 //! |---|---|
 //! | `connection` | [`BrokerConnection`]: one socket, the ApiVersions handshake, pipelined requests |
+//! | `security` | [`ConnectionSecurity`]: TLS under the connection, the SASL login after ApiVersions |
 //! | `pool` | [`KafkaClient`]: connections by broker id or address, reconnect with backoff |
 //! | `in_flight` | correlation ids and the in-order matching of responses to requests |
 //! | `versions` | the broker's version ranges, version choice, KIP-511 reply reading |
@@ -21,6 +22,7 @@ mod error;
 mod fetch_session;
 mod in_flight;
 mod pool;
+mod security;
 mod versions;
 mod wire;
 
@@ -36,4 +38,5 @@ pub use connection::{BrokerConnection, ConnectionConfig};
 pub use error::ClientError;
 pub use fetch_session::{FetchSessionHandler, SessionFetch};
 pub use pool::{BrokerRef, ClientConfig, KafkaClient};
+pub use security::ConnectionSecurity;
 pub use versions::ApiVersionRanges;

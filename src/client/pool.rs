@@ -160,13 +160,15 @@ impl KafkaClient {
         let slot = Arc::clone(lock(&self.slots).entry(addr.clone()).or_default());
         let mut slot = slot.lock().await;
         if let Some(connection) = &slot.connection {
-            if !connection.is_closed() {
+            if connection.is_usable() {
                 return Ok(Arc::clone(connection));
             }
-            // Kafka counts a lost connection as a failure and times the backoff from the loss.
-            let closed_at = connection.closed_at().unwrap_or_else(Instant::now);
+            // Kafka counts a lost connection as a failure and times the backoff from the loss;
+            // a connection left because its SASL session ends is no failure.
+            if let Some(closed_at) = connection.closed_at() {
+                slot.reconnect.on_failure(closed_at, &self.backoff, random_unit());
+            }
             slot.connection = None;
-            slot.reconnect.on_failure(closed_at, &self.backoff, random_unit());
         }
         if let Some(at) = slot.reconnect.next_attempt() {
             tokio::time::sleep_until(at).await;

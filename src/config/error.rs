@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::config::value::Source;
+use crate::config::SecurityProtocol;
 
 /// A config that cannot be loaded. Messages name the key, the offending value and its origin.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +71,17 @@ pub enum ConfigError {
     TlsListener {
         listener: String,
         protocol: crate::config::SecurityProtocol,
+        problem: String,
+    },
+
+    /// The inter-broker listener is a TLS one, but brokers could not verify each other (no
+    /// truststore, a bad `ssl.*` value).
+    #[error(
+        "brokers cannot connect to each other on the inter-broker listener \"{listener}\" ({protocol}): {problem}"
+    )]
+    InterBrokerTls {
+        listener: String,
+        protocol: SecurityProtocol,
         problem: String,
     },
 

@@ -135,21 +135,8 @@ fn a_sasl_ssl_listener_needs_a_keystore_and_the_error_names_the_listener_and_the
 }
 
 #[test]
-fn an_inter_broker_listener_other_than_plaintext_is_refused_naming_it() {
-    let e = err_text(pairs(&[
-        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
-        (
-            "listener.security.protocol.map",
-            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
-        ),
-        ("inter.broker.listener.name", "INTERNAL"),
-    ]));
-    assert!(
-        e.contains("listener \"INTERNAL\"") && e.contains("protocol SASL_PLAINTEXT"),
-        "{e}"
-    );
-    // SASL_SSL is served to clients, not yet between brokers.
-    let e = err_text(pairs(&[
+fn a_sasl_ssl_inter_broker_listener_needs_a_truststore_and_a_login() {
+    let base = [
         ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
         (
             "listener.security.protocol.map",
@@ -158,11 +145,30 @@ fn an_inter_broker_listener_other_than_plaintext_is_refused_naming_it() {
         ("listener.name.internal.ssl.keystore.location", "/etc/kastle/broker.p12"),
         ("listener.name.internal.ssl.keystore.type", "PKCS12"),
         ("inter.broker.listener.name", "INTERNAL"),
-    ]));
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+        ("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
+    ];
+    let e = err_text(pairs(&base));
     assert!(
-        e.contains("inter-broker listener \"INTERNAL\"") && e.contains("protocol SASL_SSL"),
+        e.contains("inter-broker listener \"INTERNAL\" (SASL_SSL)")
+            && e.contains("listener.name.internal.ssl.truststore.location"),
         "{e}"
     );
+    let mut with_truststore = base.to_vec();
+    with_truststore.push(("ssl.truststore.location", "/etc/kastle/ca.pem"));
+    with_truststore.push(("ssl.truststore.type", "PEM"));
+    let e = err_text(pairs(&with_truststore));
+    assert!(
+        e.contains("listener.name.internal.scram-sha-512.sasl.jaas.config"),
+        "{e}"
+    );
+    let mut complete = with_truststore.clone();
+    complete.push((
+        "listener.name.internal.scram-sha-512.sasl.jaas.config",
+        r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="b";"#,
+    ));
+    let c = pairs(&complete).expect("a SASL_SSL inter-broker listener with truststore and login is served");
+    assert_eq!(c.inter_broker_listener_name(), "INTERNAL");
 }
 
 #[test]
@@ -258,18 +264,51 @@ fn replica_fetch_wait_must_fit_the_socket_timeout_and_lag_time() {
 }
 
 #[test]
-fn an_ssl_inter_broker_listener_is_refused_until_brokers_speak_tls_to_each_other() {
-    // Clients may use SSL, but the controller channel and the fetchers would connect in
-    // plaintext to an SSL port: refuse at start-up rather than fail (or downgrade) later.
-    let e = err_text(pairs(&[
+fn an_ssl_inter_broker_listener_needs_a_truststore_and_the_error_names_the_key() {
+    // The brokers connect to each other's SSL port as TLS clients: without a truststore they
+    // could verify nothing, so the start-up stops naming the key to set.
+    let ssl = [
         ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
         ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:SSL"),
         ("listener.name.internal.ssl.keystore.location", "/etc/kastle/broker.p12"),
         ("listener.name.internal.ssl.keystore.type", "PKCS12"),
         ("inter.broker.listener.name", "INTERNAL"),
-    ]));
+    ];
+    let e = err_text(pairs(&ssl));
     assert!(
-        e.contains("inter-broker listener \"INTERNAL\"") && e.contains("inter.broker.listener.name"),
+        e.contains("inter-broker listener \"INTERNAL\" (SSL)")
+            && e.contains("listener.name.internal.ssl.truststore.location"),
         "{e}"
     );
+    let mut with_truststore = ssl.to_vec();
+    with_truststore.push(("ssl.truststore.location", "/etc/kastle/ca.pem"));
+    with_truststore.push(("ssl.truststore.type", "PEM"));
+    let c = pairs(&with_truststore).expect("an SSL inter-broker listener with a truststore is served");
+    assert_eq!(c.inter_broker_listener_name(), "INTERNAL");
+}
+
+#[test]
+fn a_sasl_plaintext_inter_broker_listener_needs_a_login_for_its_mechanism() {
+    let sasl = [
+        ("listeners", "PLAINTEXT://:9092,INTERNAL://:9093"),
+        (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+        ),
+        ("inter.broker.listener.name", "INTERNAL"),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+        ("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
+    ];
+    let e = err_text(pairs(&sasl));
+    assert!(
+        e.contains("listener.name.internal.scram-sha-512.sasl.jaas.config") && e.contains("username"),
+        "{e}"
+    );
+    let mut with_login = sasl.to_vec();
+    with_login.push((
+        "listener.name.internal.scram-sha-512.sasl.jaas.config",
+        r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="b-secret";"#,
+    ));
+    let c = pairs(&with_login).expect("a SASL_PLAINTEXT inter-broker listener with a login is served");
+    assert_eq!(c.inter_broker_listener_name(), "INTERNAL");
 }

@@ -548,16 +548,27 @@ fn inter_broker_listener(
             ),
         ));
     }
-    // Brokers serve SSL to clients, but the controller channel and the replica fetchers still
-    // connect in plaintext: an SSL inter-broker listener would be a silent downgrade.
-    if let Some(p) = map.get(&name).filter(|p| **p != SecurityProtocol::Plaintext) {
-        let line = format!(
-            "the inter-broker listener \"{name}\" (set by {key}, {}): its protocol {p} is served to \
-             clients, but broker-to-broker connections speak only PLAINTEXT so far; make the \
-             inter-broker listener a PLAINTEXT one",
-            v.origin(key).phrase()
-        );
-        return Err(ConfigError::UnservedProtocol { listeners: vec![line] });
+    // Brokers connect to each other as clients of this listener: over TLS they must be able to
+    // verify each other's certificates (the login of a SASL listener is `check_sasl`'s).
+    if let Some(p) = map
+        .get(&name)
+        .filter(|p| matches!(p, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl))
+    {
+        let failed = |problem: String| ConfigError::InterBrokerTls {
+            listener: name.clone(),
+            protocol: *p,
+            problem,
+        };
+        let lookup = |key: &str| crate::security::tls::settings::value_text(v.value(key));
+        let settings = TlsSettings::resolve(&name, &lookup).map_err(|e| failed(e.to_string()))?;
+        if !settings.has_truststore() {
+            let prefix = crate::security::tls::settings::listener_prefix(&name);
+            return Err(failed(format!(
+                "no truststore to verify the other brokers' certificates with: set \
+                 {prefix}ssl.truststore.location or ssl.truststore.location (with ssl.truststore.type \
+                 PEM or PKCS12), or ssl.truststore.certificates"
+            )));
+        }
     }
     Ok(name)
 }

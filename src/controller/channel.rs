@@ -15,7 +15,7 @@ use std::time::Duration;
 use kafka_protocol::messages::{LeaderAndIsrRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::client::{BrokerConnection, ClientError};
+use crate::client::{BrokerConnection, ClientError, ConnectionConfig, ConnectionSecurity};
 use crate::protocol::error_codes as ec;
 use crate::types::BrokerId;
 
@@ -52,19 +52,25 @@ enum Queued {
 pub type AnswerCallback = Arc<dyn Fn(BrokerId, Answer) + Send + Sync>;
 
 /// Where a channel's requests go.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub enum Transport {
-    /// To each broker's inter-broker listener, one connection and sender task per broker.
-    #[default]
-    Network,
+    /// To each broker's inter-broker listener, one connection and sender task per broker,
+    /// secured as that listener's protocol demands.
+    Network(ConnectionSecurity),
     /// To a sink, synchronously and in send order (tests and simulation).
     Sink(mpsc::UnboundedSender<Sent>),
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport::Network(ConnectionSecurity::default())
+    }
 }
 
 impl std::fmt::Debug for Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Transport::Network => f.write_str("Network"),
+            Transport::Network(security) => write!(f, "Network({})", security.protocol_name()),
             Transport::Sink(_) => f.write_str("Sink"),
         }
     }
@@ -119,7 +125,7 @@ impl std::fmt::Debug for ControllerChannel {
 impl ControllerChannel {
     /// A channel that reports offline replicas and replica deletions to `on_answer`.
     pub fn new(on_answer: AnswerCallback) -> Self {
-        Self::with_transport(on_answer, Transport::Network)
+        Self::with_transport(on_answer, Transport::default())
     }
 
     /// A channel that sends over `transport`.
@@ -134,9 +140,20 @@ impl ControllerChannel {
     /// Starts a sender for `broker` at `addr` (its inter-broker listener).
     pub fn add_broker(&mut self, broker: BrokerId, addr: String, controller: BrokerId) {
         let link = match &self.transport {
-            Transport::Network => {
+            Transport::Network(security) => {
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(send_loop(broker, addr, controller, rx, self.on_answer.clone()));
+                let connection = ConnectionConfig {
+                    security: security.clone(),
+                    ..ConnectionConfig::default()
+                };
+                tokio::spawn(send_loop(
+                    broker,
+                    addr,
+                    controller,
+                    connection,
+                    rx,
+                    self.on_answer.clone(),
+                ));
                 Link::Task(tx)
             }
             Transport::Sink(sink) => Link::Sink(sink.clone()),
@@ -196,6 +213,7 @@ async fn send_loop(
     broker: BrokerId,
     addr: String,
     controller: BrokerId,
+    connection_config: ConnectionConfig,
     mut rx: mpsc::UnboundedReceiver<Queued>,
     on_answer: Option<AnswerCallback>,
 ) {
@@ -218,11 +236,15 @@ async fn send_loop(
         let started = std::time::Instant::now();
         let mut backoff = Duration::from_millis(50);
         loop {
-            if connection.as_ref().is_none_or(|c| c.is_closed()) {
-                match BrokerConnection::connect(addr.as_str(), &client_id, Duration::from_secs(10)).await {
+            if connection.as_ref().is_none_or(|c| !c.is_usable()) {
+                match BrokerConnection::connect_with(addr.as_str(), &client_id, &connection_config).await {
                     Ok(c) => connection = Some(Arc::new(c)),
                     Err(e) => {
-                        tracing::warn!(%broker, %addr, error = %e, "controller cannot reach broker; retrying");
+                        if matches!(e, ClientError::Authentication { .. }) {
+                            tracing::error!(%broker, %addr, error = %e, "controller cannot authenticate to broker; retrying");
+                        } else {
+                            tracing::warn!(%broker, %addr, error = %e, "controller cannot reach broker; retrying");
+                        }
                         if !wait_or_closed(&mut rx, backoff).await {
                             return;
                         }

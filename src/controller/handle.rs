@@ -109,7 +109,7 @@ pub async fn start<S: ControllerStore>(
     zk: S,
     stop: watch::Receiver<bool>,
 ) -> ControllerHandle {
-    start_with(config, zk, stop, Transport::Network).await
+    start_with(config, zk, stop, Transport::default()).await
 }
 
 /// [`start`], with the controller's requests to brokers going over `transport`.

@@ -27,7 +27,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::partition::{FollowerError, Partition};
-use crate::client::{BrokerConnection, ConnectionConfig, FetchSessionHandler, SessionFetch};
+use crate::client::{
+    BrokerConnection, ClientError, ConnectionConfig, ConnectionSecurity, FetchSessionHandler, SessionFetch,
+};
 use crate::clock::now_ms;
 use crate::protocol::error_codes as ec;
 use crate::types::{BrokerId, TopicPartition};
@@ -43,6 +45,8 @@ pub struct FetcherConfig {
     pub response_max_bytes: i32,
     pub backoff: Duration,
     pub socket_timeout: Duration,
+    /// TLS and SASL toward the leaders' inter-broker listener.
+    pub security: ConnectionSecurity,
 }
 
 impl Default for FetcherConfig {
@@ -56,6 +60,7 @@ impl Default for FetcherConfig {
             response_max_bytes: 10 * 1024 * 1024,
             backoff: Duration::from_millis(1000),
             socket_timeout: Duration::from_secs(30),
+            security: ConnectionSecurity::default(),
         }
     }
 }
@@ -288,6 +293,7 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
     let conn_config = ConnectionConfig {
         connect_timeout: config.socket_timeout.min(Duration::from_secs(10)),
         request_timeout: config.socket_timeout,
+        security: config.security.clone(),
         ..ConnectionConfig::default()
     };
     let client_id = format!("broker-{}-fetcher-{}", config.local, leader);
@@ -313,11 +319,15 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
             continue;
         }
         let c = match &conn {
-            Some(c) if !c.is_closed() => c,
+            Some(c) if c.is_usable() => c,
             _ => match BrokerConnection::connect_with(addr.as_str(), &client_id, &conn_config).await {
                 Ok(c) => conn.insert(c),
                 Err(e) => {
-                    tracing::warn!(%leader, %addr, error = %e, "replica fetcher cannot reach the leader; backing off");
+                    if matches!(e, ClientError::Authentication { .. }) {
+                        tracing::error!(%leader, %addr, error = %e, "replica fetcher cannot authenticate to the leader; backing off");
+                    } else {
+                        tracing::warn!(%leader, %addr, error = %e, "replica fetcher cannot reach the leader; backing off");
+                    }
                     tokio::time::sleep(config.backoff).await;
                     continue;
                 }

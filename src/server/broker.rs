@@ -55,6 +55,9 @@ pub enum BrokerError {
     /// A SASL listener kastle cannot serve (config validation normally catches it first).
     #[error(transparent)]
     Sasl(#[from] crate::security::sasl::config::SaslConfigError),
+    /// The inter-broker listener's truststore or login is missing or unreadable.
+    #[error(transparent)]
+    InterBrokerSecurity(#[from] crate::security::inter_broker::InterBrokerSecurityError),
 }
 
 fn describe_offline(offline: &[(PathBuf, String)]) -> String {
@@ -171,10 +174,25 @@ async fn start_registered(
             })??
     };
     dynamic_targets.tls = Some(tls_servers.clone());
+    // Every broker-to-broker connection is secured as the inter-broker listener demands; a
+    // missing truststore or login stops the start-up here, naming the key.
+    let inter_broker_security = {
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || crate::security::inter_broker::connection_security(&config))
+            .await
+            .map_err(|e| BindError {
+                endpoint: "the inter-broker listener".to_string(),
+                source: std::io::Error::other(e),
+            })??
+    };
     let bound = listeners::bind(config.listeners()).await?;
     let endpoints = listeners::advertised(config.advertised_listeners(), &bound);
 
-    let replica_manager = Arc::new(ReplicaManager::new(id, log_manager.clone(), replica_config(&effective)));
+    let replica_manager = Arc::new(ReplicaManager::new(
+        id,
+        log_manager.clone(),
+        replica_config(&effective, &inter_broker_security),
+    ));
     dynamic_targets.replica_manager = Some(replica_manager.clone());
     let metadata_cache = Arc::new(MetadataCache::default());
     let groups = crate::coordinator::group::GroupCoordinator::new(
@@ -230,7 +248,7 @@ async fn start_registered(
     let (fatal_tx, fatal) = mpsc::channel(1);
     let mut tasks = Vec::new();
     // Every broker runs the controller module; one of them wins /controller.
-    let controller = crate::controller::start(
+    let controller = crate::controller::start_with(
         ControllerConfig {
             broker_id: id,
             inter_broker_listener: config.inter_broker_listener_name().to_string(),
@@ -249,6 +267,7 @@ async fn start_registered(
         },
         session.clone(),
         stop_rx.clone(),
+        crate::controller::channel::Transport::Network(inter_broker_security.clone()),
     )
     .await;
     let _ = apis.controller.set(controller.clone());
@@ -403,6 +422,7 @@ async fn start_registered(
                     .max(0) as u64,
             ),
             listener: config.inter_broker_listener_name().to_string(),
+            security: inter_broker_security,
         },
     })
 }
@@ -586,7 +606,7 @@ async fn watch_log_dirs(
 }
 
 /// Replication settings from the broker config (Kafka's names and defaults).
-fn replica_config(config: &KafkaConfig) -> crate::replica::ReplicaConfig {
+fn replica_config(config: &KafkaConfig, security: &crate::client::ConnectionSecurity) -> crate::replica::ReplicaConfig {
     use crate::replica::fetcher::FetcherConfig;
     let d = FetcherConfig::default();
     let int = |k: &str, default: i32| config.get_i32(k).unwrap_or(default);
@@ -601,6 +621,7 @@ fn replica_config(config: &KafkaConfig) -> crate::replica::ReplicaConfig {
             response_max_bytes: int("replica.fetch.response.max.bytes", d.response_max_bytes).max(1),
             backoff: Duration::from_millis(int("replica.fetch.backoff.ms", 1000).max(0) as u64),
             socket_timeout: Duration::from_millis(int("replica.socket.timeout.ms", 30_000).max(1) as u64),
+            security: security.clone(),
         },
     }
 }

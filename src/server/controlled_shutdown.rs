@@ -8,7 +8,7 @@ use std::time::Duration;
 use kafka_protocol::messages::{ApiKey, BrokerId as KpBrokerId, ControlledShutdownRequest};
 
 use super::metadata_cache::MetadataCache;
-use crate::client::BrokerConnection;
+use crate::client::{BrokerConnection, ConnectionConfig, ConnectionSecurity};
 use crate::controller::model::RegisteredBroker;
 use crate::controller::requests::broker_address;
 use crate::controller::zk_ops;
@@ -23,6 +23,8 @@ pub struct ControlledShutdownConfig {
     pub retry_backoff: Duration,
     /// The inter-broker listener the controller is reached on.
     pub listener: String,
+    /// TLS and SASL on that listener.
+    pub security: ConnectionSecurity,
 }
 
 /// Where the controller listens, from the metadata cache or, failing that, ZooKeeper.
@@ -70,10 +72,13 @@ pub async fn run(
             tracing::warn!("controlled shutdown: no controller known; retrying");
             continue;
         };
+        let connection = ConnectionConfig {
+            connect_timeout: Duration::from_secs(5),
+            security: cfg.security.clone(),
+            ..ConnectionConfig::default()
+        };
         let conn =
-            match BrokerConnection::connect(addr.as_str(), &format!("broker-{me}-shutdown"), Duration::from_secs(5))
-                .await
-            {
+            match BrokerConnection::connect_with(addr.as_str(), &format!("broker-{me}-shutdown"), &connection).await {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(%addr, error = %e, "controlled shutdown: cannot reach the controller");

@@ -12,8 +12,9 @@
 pub mod cluster;
 pub mod docker;
 pub mod groups;
-pub mod pki;
+pub mod inter_broker;
 pub mod netns;
+pub mod pki;
 pub mod process;
 pub mod reliability;
 pub mod replicas;

@@ -239,8 +239,7 @@ mod tests {
     fn config(pairs: &[(&str, &str)]) -> KafkaConfig {
         let mut all = vec![
             ("zookeeper.connect", "localhost:2181"),
-            // Brokers talk to each other over PLAINTEXT: inter-broker SASL is refused at start-up
-            // until the controller channel and the fetchers authenticate.
+            // The inter-broker listener is the PLAINTEXT one unless a test names another.
             ("listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"),
         ];
         all.extend_from_slice(pairs);
@@ -272,12 +271,44 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_inter_broker_login_comes_from_the_listener_jaas_config_for_the_mechanism() {
+        let scram = r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="b-secret";"#;
+        let c = config(&[
+            ("inter.broker.listener.name", "SASL_PLAINTEXT"),
+            ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512"),
+            ("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
+            ("listener.name.sasl_plaintext.plain.sasl.jaas.config", PLAIN_JAAS),
+            ("listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config", scram),
+        ]);
+        let login = inter_broker_client(&c).expect("served").expect("a SASL listener");
+        assert_eq!(
+            login.mechanism,
+            SaslMechanism::Scram(super::super::ScramMechanism::Sha512)
+        );
+        assert_eq!(
+            (login.username.as_str(), login.password.as_str()),
+            ("broker", "b-secret")
+        );
+        // The fallback is sasl.jaas.config.
+        let c = config(&[
+            ("inter.broker.listener.name", "SASL_PLAINTEXT"),
+            ("sasl.enabled.mechanisms", "PLAIN"),
+            ("sasl.mechanism.inter.broker.protocol", "PLAIN"),
+            ("sasl.jaas.config", PLAIN_JAAS),
+        ]);
+        let login = inter_broker_client(&c).expect("served").expect("a SASL listener");
+        assert_eq!(
+            (login.username.as_str(), login.password.as_str()),
+            ("admin", "admin-secret")
+        );
+    }
+
     /// The broker config refuses them at load (validate's `check_sasl`), naming the key.
     fn refusal(pairs: &[(&str, &str)]) -> (String, String) {
         let mut all = vec![
             ("zookeeper.connect", "localhost:2181"),
-            // Brokers talk to each other over PLAINTEXT: inter-broker SASL is refused at start-up
-            // until the controller channel and the fetchers authenticate.
+            // The inter-broker listener is the PLAINTEXT one unless a test names another.
             ("listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"),
         ];
         all.extend_from_slice(pairs);

@@ -1,6 +1,7 @@
 //! The client side of TLS: the `ClientConfig` of inter-broker connections (trusting the
-//! broker's truststore, presenting its keystore when it has one, and verifying the advertised
-//! host name of the broker it connects to), and the one of ZooKeeper sessions (the same from the
+//! broker's truststore, presenting its keystore when it has one (mutual TLS), and verifying the
+//! advertised host name of the broker it connects to unless
+//! `ssl.endpoint.identification.algorithm` is blank), and the one of ZooKeeper sessions (the same from the
 //! `zookeeper.ssl.*` keys, with host name verification as
 //! `zookeeper.ssl.endpoint.identification.algorithm` says).
 
@@ -24,7 +25,7 @@ pub fn build_client_config(settings: &TlsSettings) -> Result<Arc<ClientConfig>, 
     client_config(
         settings,
         "a truststore to verify the other brokers' certificates with (the inter-broker listener is SSL)",
-        true,
+        settings.verify_host_name,
     )
 }
 
@@ -198,3 +199,7 @@ mod tests {
         assert!(matches!(err, rustls::Error::InvalidCertificate(_)), "{err:?}");
     }
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod inter_broker_tests;

@@ -279,6 +279,11 @@ impl TlsSettings {
     pub fn has_keystore(&self) -> bool {
         self.keystore.location.is_some() || self.keystore.inline_key.is_some()
     }
+
+    /// Whether a truststore is configured at all (a file or inline PEM certificates).
+    pub fn has_truststore(&self) -> bool {
+        self.truststore.location.is_some() || self.truststore.inline_chain.is_some()
+    }
 }
 
 fn key_of(keys: &[(&'static str, String)], suffix: &str) -> String {
