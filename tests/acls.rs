@@ -240,6 +240,27 @@ async fn acls_restrict_anonymous_and_changes_reach_every_broker() {
         .await;
         assert!(!topic_names(&metadata(&zk, id).await).contains(&"b".to_string()));
     }
+    // KIP-430's authorized operations: READ on `a` (with the DESCRIBE it implies), and on the
+    // cluster exactly the three operations granted, as Kafka's AuthHelper computes them.
+    {
+        use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+        use kafka_protocol::messages::MetadataRequest;
+        use kafka_protocol::protocol::StrBytes;
+        let mut wire = Wire::connect(&bootstrap_of(&zk, 1).await).await;
+        let request = MetadataRequest::default()
+            .with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_static_str("a"))))
+            ]))
+            .with_include_cluster_authorized_operations(true)
+            .with_include_topic_authorized_operations(true);
+        let answer = wire.send(&request, 8).await;
+        let bits = |ops: &[AclOperation]| ops.iter().fold(0i32, |b, op| b | (1 << op.code()));
+        assert_eq!(answer.topics[0].topic_authorized_operations, bits(&[Read, Describe]));
+        assert_eq!(
+            answer.cluster_authorized_operations,
+            bits(&[Alter, Describe, ClusterAction])
+        );
+    }
     // Only READ on `a`: the producer is refused.
     let refused = python_async(PRODUCE, vec![servers.clone(), "a".into()]).await;
     assert_eq!(refused, "TOPIC_AUTHORIZATION_FAILED");

@@ -1,10 +1,11 @@
 //! The `authorized_operations` bitfields of Metadata (KIP-430) and DescribeGroups: bit `n` set
 //! means the caller may perform the ACL operation with code `n` (`AclOperation`) on the resource.
 //!
-//! kastle has no authorizer, so — as Kafka does with none configured (`AuthHelper.authorizedOperations`)
-//! — every operation a resource type supports is allowed: the field carries
-//! `AclEntry.supportedOperations(type)`. A field the client did not ask for stays at the schema
-//! default, [`NOT_REQUESTED`].
+//! The field carries the operations of `AclEntry.supportedOperations(type)` the caller is allowed
+//! (`KafkaApis::authorized_operations` asks the authorizer for each, as Kafka's
+//! `AuthHelper.authorizedOperations`); with no authorizer configured that is every one of them,
+//! [`authorized_operations`]. A field the client did not ask for stays at the schema default,
+//! [`NOT_REQUESTED`].
 
 /// The schema default: "not requested" (`Int32.MinValue`).
 pub const NOT_REQUESTED: i32 = i32::MIN;

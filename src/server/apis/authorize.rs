@@ -11,6 +11,7 @@ use kafka_protocol::messages::{
 
 use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
+use crate::protocol::authorized_operations::NOT_REQUESTED;
 use crate::security::authorizer::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 pub(crate) const TOPIC_AUTHORIZATION_FAILED: i16 = ResponseError::TopicAuthorizationFailed.code();
@@ -79,6 +80,32 @@ impl KafkaApis {
             None => true,
             Some(a) => a.authorize(&ctx.principal, &ctx.peer.ip().to_string(), op, rt, name),
         }
+    }
+
+    /// The KIP-430 `authorized_operations` bitfield of resource `name`: the operations its type
+    /// supports that this principal may perform (Kafka's `AuthHelper.authorizedOperations`;
+    /// every one without an authorizer), or [`NOT_REQUESTED`] when the client did not ask.
+    pub(crate) fn authorized_operations(
+        &self,
+        ctx: &RequestContext,
+        requested: bool,
+        resource: crate::protocol::authorized_operations::ResourceType,
+        name: &str,
+    ) -> i32 {
+        use crate::protocol::authorized_operations::{supported_operations, ResourceType as Kind};
+        if !requested {
+            return NOT_REQUESTED;
+        }
+        let rt = match resource {
+            Kind::Topic => ResourceType::Topic,
+            Kind::Group => ResourceType::Group,
+            Kind::Cluster => ResourceType::Cluster,
+        };
+        supported_operations(resource)
+            .iter()
+            .filter_map(|code| AclOperation::from_code(*code as i8))
+            .filter(|op| self.authorized(ctx, *op, rt, name))
+            .fold(0i32, |bits, op| bits | (1i32 << op.code()))
     }
 
     /// `op` on the cluster resource.

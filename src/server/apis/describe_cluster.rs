@@ -13,6 +13,7 @@ use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
 use crate::protocol::authorized_operations::{if_requested, ResourceType};
 use crate::protocol::error_codes as ec;
+use crate::security::authorizer::acl::CLUSTER_NAME;
 use crate::server::metadata_cache::LiveBroker;
 
 /// Kafka's `EndpointType`: 1 brokers, 2 controllers; anything else is unknown.
@@ -28,14 +29,23 @@ pub(super) async fn handle(
     // As Metadata: a broker that has not heard from the controller yet would list nobody.
     cache.wait_initialized(WARM_UP_WAIT).await;
     let live = cache.live_brokers();
-    describe(
+    let mut response = describe(
         ctx.api_version,
         &request,
         &apis.cluster_id,
         &live,
         &ctx.listener,
         cache.controller_id().map_or(-1, |c| c.0),
-    )
+    );
+    if response.error_code == 0 {
+        response.cluster_authorized_operations = apis.authorized_operations(
+            ctx,
+            request.include_cluster_authorized_operations,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        );
+    }
+    response
 }
 
 /// The answer, from the live brokers and the controller id (pure).

@@ -25,7 +25,7 @@ use crate::coordinator::group::membership::{JoinRequest, SyncRequest};
 use crate::coordinator::group::state::GroupState;
 use crate::coordinator::group::{partition_for, OFFSETS_TOPIC};
 use crate::network::handler::RequestContext;
-use crate::protocol::authorized_operations::{if_requested, ResourceType};
+use crate::protocol::authorized_operations::ResourceType;
 use crate::protocol::error_codes::{self as ec, COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST};
 use crate::server::topic_creation::{self, NewTopic};
 
@@ -290,10 +290,7 @@ pub(super) fn describe_groups(
     ctx: &RequestContext,
     r: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
-    let authorized_operations = if_requested(
-        ctx.api_version >= 3 && r.include_authorized_operations,
-        ResourceType::Group,
-    );
+    let requested = ctx.api_version >= 3 && r.include_authorized_operations;
     let groups = r
         .groups
         .iter()
@@ -308,7 +305,7 @@ pub(super) fn describe_groups(
                     .with_group_state(str_bytes(&s.state))
                     .with_protocol_type(str_bytes(&s.protocol_type))
                     .with_protocol_data(str_bytes(&s.protocol))
-                    .with_authorized_operations(authorized_operations)
+                    .with_authorized_operations(apis.authorized_operations(ctx, requested, ResourceType::Group, id))
                     .with_members(
                         s.members
                             .into_iter()

@@ -18,9 +18,9 @@ use kafka_protocol::messages::{BrokerId as KpBrokerId, MetadataRequest, Metadata
 use super::authorize::TOPIC_AUTHORIZATION_FAILED;
 use super::{str_bytes, KafkaApis};
 use crate::network::handler::RequestContext;
-use crate::protocol::authorized_operations::{if_requested, ResourceType};
+use crate::protocol::authorized_operations::ResourceType;
 use crate::protocol::error_codes as ec;
-use crate::security::authorizer::acl::AclOperation;
+use crate::security::authorizer::acl::{AclOperation, CLUSTER_NAME};
 use crate::server::metadata_cache::{CachedPartition, LiveBroker};
 use crate::server::topic_creation::{create_topic, valid_topic_name};
 
@@ -64,8 +64,12 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
             .with_name(Some(TopicName(str_bytes(&name))))
             .with_is_internal(name == crate::coordinator::group::OFFSETS_TOPIC);
         if version >= 8 {
-            topic.topic_authorized_operations =
-                if_requested(request.include_topic_authorized_operations, ResourceType::Topic);
+            topic.topic_authorized_operations = apis.authorized_operations(
+                ctx,
+                request.include_topic_authorized_operations,
+                ResourceType::Topic,
+                &name,
+            );
         }
         if !apis.authorized_topic(ctx, AclOperation::Describe, &name) {
             // Kafka leaves unauthorized topics out of an all-topics answer and refuses named ones.
@@ -114,8 +118,12 @@ pub(super) async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: Meta
     }
     // Dropped from v11 on (KIP-700: DescribeCluster answers it there).
     if (8..=10).contains(&version) {
-        response.cluster_authorized_operations =
-            if_requested(request.include_cluster_authorized_operations, ResourceType::Cluster);
+        response.cluster_authorized_operations = apis.authorized_operations(
+            ctx,
+            request.include_cluster_authorized_operations,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        );
     }
     if version >= 1 {
         response.controller_id = KpBrokerId(cache.controller_id().map_or(-1, |c| c.0));
