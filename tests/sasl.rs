@@ -51,37 +51,8 @@ fn kcat_sasl(bootstrap: &str, mechanism: &str, user: &str, password: &str) -> Co
 
 /// kcat produces three records and consumes them back.
 fn kcat_roundtrip(bootstrap: &str, mechanism: &str, user: &str, password: &str, topic: &str) -> String {
-    use std::io::Write;
-    let mut producer = kcat_sasl(bootstrap, mechanism, user, password)
-        .args(["-P", "-t", topic])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kcat -P");
-    producer
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"one\ntwo\nthree\n")
-        .expect("write");
-    let produced = producer.wait_with_output().expect("wait");
-    assert!(
-        produced.status.success(),
-        "kcat {mechanism} produce: {}",
-        String::from_utf8_lossy(&produced.stderr)
-    );
-    let (ok, out, err) = run(kcat_sasl(bootstrap, mechanism, user, password).args([
-        "-C",
-        "-t",
-        topic,
-        "-o",
-        "beginning",
-        "-e",
-        "-f",
-        "%s\n",
-    ]));
-    assert!(ok, "kcat {mechanism} consume: {err}");
-    out
+    let kcat = || kcat_sasl(bootstrap, mechanism, user, password);
+    common::kcat_roundtrip_with(kcat, topic, "one\ntwo\nthree\n", &[], "%s\n")
 }
 
 const CONFLUENT: &str = r#"

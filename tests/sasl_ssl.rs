@@ -103,38 +103,8 @@ fn kcat(bootstrap: &str, protocol: &str, ca: &str, login: Option<(&str, &str, &s
 
 /// kcat produces three records and consumes them back.
 fn kcat_roundtrip(bootstrap: &str, ca: &str, login: (&str, &str, &str), topic: &str) -> String {
-    use std::io::Write;
-    let mut producer = kcat(bootstrap, "SASL_SSL", ca, Some(login))
-        .args(["-P", "-t", topic])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kcat -P");
-    producer
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"one\ntwo\nthree\n")
-        .expect("write");
-    let produced = producer.wait_with_output().expect("wait");
-    assert!(
-        produced.status.success(),
-        "kcat {} produce: {}",
-        login.0,
-        String::from_utf8_lossy(&produced.stderr)
-    );
-    let (ok, out, err) = run(kcat(bootstrap, "SASL_SSL", ca, Some(login)).args([
-        "-C",
-        "-t",
-        topic,
-        "-o",
-        "beginning",
-        "-e",
-        "-f",
-        "%s\n",
-    ]));
-    assert!(ok, "kcat {} consume: {err}", login.0);
-    out
+    let connect = || kcat(bootstrap, "SASL_SSL", ca, Some(login));
+    common::kcat_roundtrip_with(connect, topic, "one\ntwo\nthree\n", &[], "%s\n")
 }
 
 /// confluent-kafka: produces five records to argv[6] and reads them back; prints them, or the

@@ -108,10 +108,30 @@ pub async fn bootstrap_of(zk: &kastle::zk::ZkSession, id: i32) -> String {
 /// beginning and returns what came back as `key:value` lines. Blocking: call it from
 /// `spawn_blocking`.
 pub fn kcat_roundtrip(bootstrap: &str, topic: &str, input: &str) -> String {
+    let kcat = || {
+        let mut c = std::process::Command::new("kcat");
+        c.args(["-b", bootstrap]);
+        c
+    };
+    kcat_roundtrip_with(kcat, topic, input, &["-K", ":"], "%k:%s\n")
+}
+
+/// The kcat round trip for any connection: `kcat()` gives a kcat command already pointed at the
+/// cluster (`-b`, security `-X` settings). Produces `input` lines to `topic` (with
+/// `produce_args`, e.g. a key delimiter), then consumes the topic from the beginning and returns
+/// each record printed with `format`. Blocking.
+pub fn kcat_roundtrip_with(
+    kcat: impl Fn() -> std::process::Command,
+    topic: &str,
+    input: &str,
+    produce_args: &[&str],
+    format: &str,
+) -> String {
     use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut producer = Command::new("kcat")
-        .args(["-P", "-b", bootstrap, "-t", topic, "-K", ":"])
+    use std::process::Stdio;
+    let mut producer = kcat()
+        .args(["-P", "-t", topic])
+        .args(produce_args)
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -125,27 +145,17 @@ pub fn kcat_roundtrip(bootstrap: &str, topic: &str, input: &str) -> String {
     let produced = producer.wait_with_output().expect("wait");
     assert!(
         produced.status.success(),
-        "{}",
+        "kcat produce: {}",
         String::from_utf8_lossy(&produced.stderr)
     );
-    let consumed = Command::new("kcat")
-        .args([
-            "-C",
-            "-b",
-            bootstrap,
-            "-t",
-            topic,
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%k:%s\n",
-        ])
+    let consumed = kcat()
+        .args(["-C", "-t", topic, "-o", "beginning", "-e", "-f", format])
+        .stdin(Stdio::null())
         .output()
         .expect("kcat -C");
     assert!(
         consumed.status.success(),
-        "{}",
+        "kcat consume: {}",
         String::from_utf8_lossy(&consumed.stderr)
     );
     String::from_utf8_lossy(&consumed.stdout).into_owned()
