@@ -163,8 +163,8 @@ fn broker(test: &str, protocol: &str, settings: &[(&str, &str)]) -> BrokerProces
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inter_broker_listener_without_a_truststore_or_a_login_stops_the_start_naming_the_key() {
-    let pki = common::inter_broker::Pki::new();
-    let keystore = pki.p("broker.pem");
+    let pki = common::pki::Pki::new();
+    let keystore = pki.p("peer.pem");
     let mut no_truststore = broker(
         "ib-no-truststore",
         "SSL",

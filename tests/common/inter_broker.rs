@@ -8,13 +8,11 @@
 //! user `broker`, whose credential is written to `/config/users/broker` before the brokers start,
 //! as an operator does with `kafka-configs --zookeeper`.
 
-use std::path::PathBuf;
-
 use kastle::security::sasl::credentials::ScramCredential;
 use kastle::security::sasl::ScramMechanism;
 use kastle::zk::ZkSession;
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose};
 
+use super::pki::Pki;
 use super::BrokerSpec;
 
 /// The inter-broker listener's protocol.
@@ -86,7 +84,7 @@ impl Security {
         if let Some(pki) = &self.pki {
             spec = spec
                 .with("listener.name.internal.ssl.keystore.type", "PEM")
-                .with("listener.name.internal.ssl.keystore.location", &pki.p("broker.pem"))
+                .with("listener.name.internal.ssl.keystore.location", &pki.p("peer.pem"))
                 .with("listener.name.internal.ssl.truststore.type", "PEM")
                 .with("listener.name.internal.ssl.truststore.location", &pki.p("ca.pem"))
                 .with("listener.name.internal.ssl.client.auth", "required");
@@ -129,47 +127,4 @@ pub async fn add_scram_user(zk: &ZkSession, user: &str, password: &str, mechanis
         .change_entity_config("users", user, &config, version)
         .await
         .expect("write /config/users");
-}
-
-/// A test PKI in a temp dir: `ca.pem`, and `broker.pem` (key, certificate, CA: a PEM keystore)
-/// for 127.0.0.1 and localhost, usable as server and as client certificate.
-pub struct Pki {
-    dir: tempfile::TempDir,
-}
-
-impl Pki {
-    pub fn new() -> Pki {
-        let dir = tempfile::Builder::new()
-            .prefix("kastle-pki-")
-            .tempdir()
-            .expect("tempdir");
-        let ca_key = KeyPair::generate().expect("ca key");
-        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name.push(DnType::CommonName, "kastle test CA");
-        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let ca_cert = ca.self_signed(&ca_key).expect("ca cert");
-        std::fs::write(dir.path().join("ca.pem"), ca_cert.pem()).expect("write ca");
-
-        let key = KeyPair::generate().expect("key");
-        let mut params =
-            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).expect("params");
-        params.distinguished_name.push(DnType::CommonName, "kastle broker");
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
-        let cert = params.signed_by(&key, &ca_cert, &ca_key).expect("sign");
-        std::fs::write(
-            dir.path().join("broker.pem"),
-            format!("{}{}{}", key.serialize_pem(), cert.pem(), ca_cert.pem()),
-        )
-        .expect("write keystore");
-        Pki { dir }
-    }
-
-    pub fn path(&self, file: &str) -> PathBuf {
-        self.dir.path().join(file)
-    }
-
-    pub fn p(&self, file: &str) -> String {
-        self.path(file).display().to_string()
-    }
 }

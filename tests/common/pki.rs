@@ -8,7 +8,8 @@ use std::process::Command;
 use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose};
 
 /// A test PKI in a temp dir: `ca.pem`, `broker.pem` (key + chain, a PEM keystore),
-/// `broker.crt`/`broker.key`, `client.crt`/`client.key`.
+/// `broker.crt`/`broker.key`, `client.crt`/`client.key`, and `peer.pem` (usable as server and as
+/// client certificate: a broker on a mutual-TLS inter-broker listener).
 pub struct Pki {
     pub dir: tempfile::TempDir,
 }
@@ -32,21 +33,28 @@ impl Pki {
             "kastle broker",
             &ca_cert,
             &ca_key,
-            ExtendedKeyUsagePurpose::ServerAuth,
+            &[ExtendedKeyUsagePurpose::ServerAuth],
         );
         pki.issue(
             "broker2",
             "kastle broker two",
             &ca_cert,
             &ca_key,
-            ExtendedKeyUsagePurpose::ServerAuth,
+            &[ExtendedKeyUsagePurpose::ServerAuth],
         );
         pki.issue(
             "client",
             "alice",
             &ca_cert,
             &ca_key,
-            ExtendedKeyUsagePurpose::ClientAuth,
+            &[ExtendedKeyUsagePurpose::ClientAuth],
+        );
+        pki.issue(
+            "peer",
+            "kastle broker",
+            &ca_cert,
+            &ca_key,
+            &[ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth],
         );
         pki
     }
@@ -59,7 +67,7 @@ impl Pki {
         cn: &str,
         ca: &rcgen::Certificate,
         ca_key: &KeyPair,
-        usage: ExtendedKeyUsagePurpose,
+        usages: &[ExtendedKeyUsagePurpose],
     ) {
         let key = KeyPair::generate().expect("key");
         let mut params =
@@ -68,7 +76,7 @@ impl Pki {
         params.distinguished_name.push(DnType::OrganizationName, "acme");
         params.distinguished_name.push(DnType::OrganizationalUnitName, "eng");
         params.distinguished_name.push(DnType::CommonName, cn);
-        params.extended_key_usages = vec![usage];
+        params.extended_key_usages = usages.to_vec();
         let cert = params.signed_by(&key, ca, ca_key).expect("sign");
         std::fs::write(self.path(&format!("{name}.crt")), cert.pem()).expect("write crt");
         std::fs::write(self.path(&format!("{name}.key")), key.serialize_pem()).expect("write key");
