@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::cluster::cluster_ready;
 use common::replicas::{bootstrap, create_topic, lines, python, spec, CONSUMER, PRODUCER};
 use common::wire::Wire;
-use common::{unique_chroot, wait_until, zookeeper, BrokerProcess};
+use common::{unique_chroot, wait_until, zookeeper, BrokerProcess, Rng};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, MetadataRequest, RequestHeader};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,48 +26,32 @@ const ANSWER_DEADLINE: Duration = Duration::from_secs(15);
 const MARKER: i32 = 0x5eed_0001;
 const RECORDS: usize = 20_000;
 
-/// xorshift64*: a seeded, reproducible stream of mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// One mutation of a request body (header and body, without the size prefix): bit flips,
 /// interesting bytes, truncation, duplication and insertion, as AFL's havoc stage does.
 fn mutate(rng: &mut Rng, body: &mut Vec<u8>) {
     const INTERESTING: [u8; 6] = [0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff];
-    for _ in 0..=rng.below(4) {
+    for _ in 0..=rng.index(4) {
         if body.is_empty() {
             body.push(rng.next() as u8);
         }
-        let at = rng.below(body.len());
-        match rng.below(7) {
-            0 => body[at] ^= 1 << rng.below(8),
-            1 => body[at] = INTERESTING[rng.below(INTERESTING.len())],
+        let at = rng.index(body.len());
+        match rng.index(7) {
+            0 => body[at] ^= 1 << rng.index(8),
+            1 => body[at] = INTERESTING[rng.index(INTERESTING.len())],
             2 => body[at] = rng.next() as u8,
             3 => body.truncate(at),
             4 => {
-                let end = (at + 1 + rng.below(16)).min(body.len());
+                let end = (at + 1 + rng.index(16)).min(body.len());
                 let slice = body[at..end].to_vec();
                 body.splice(at..at, slice);
             }
             5 => {
-                let bytes: Vec<u8> = (0..=rng.below(8)).map(|_| rng.next() as u8).collect();
+                let bytes: Vec<u8> = (0..=rng.index(8)).map(|_| rng.next() as u8).collect();
                 body.splice(at..at, bytes);
             }
             // A length or count field (i32) made huge or negative.
             _ => {
-                let value = [i32::MAX, i32::MIN, -1, 0x7fff_fff0][rng.below(4)].to_be_bytes();
+                let value = [i32::MAX, i32::MIN, -1, 0x7fff_fff0][rng.index(4)].to_be_bytes();
                 for (i, b) in value.iter().enumerate() {
                     if let Some(slot) = body.get_mut(at + i) {
                         *slot = *b;
@@ -176,14 +160,14 @@ fn batches(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     let mut made = 0;
     while made < INPUTS {
-        let n = 1 + rng.below(PER_CONNECTION);
+        let n = 1 + rng.index(PER_CONNECTION);
         let mut frames = Vec::with_capacity(n);
         for _ in 0..n {
-            let mut body = seeds[rng.below(seeds.len())].clone();
+            let mut body = seeds[rng.index(seeds.len())].clone();
             mutate(rng, &mut body);
             let mut f = frame(&body);
-            if rng.below(40) == 0 {
-                let prefix = [-1i32, i32::MIN, 200 << 20][rng.below(3)];
+            if rng.index(40) == 0 {
+                let prefix = [-1i32, i32::MIN, 200 << 20][rng.index(3)];
                 f[..4].copy_from_slice(&prefix.to_be_bytes());
                 frames.push(f);
                 break; // nothing after a refused size prefix is read

@@ -7,6 +7,8 @@ mod common;
 
 use std::path::Path;
 
+use common::Rng;
+
 use kastle::log::config::LogConfig;
 use kastle::log::failure::LogDirFailureChannel;
 use kastle::log::file::Faults;
@@ -104,21 +106,6 @@ fn read_all(log: &Log, mut offset: i64, ceiling: i64) -> Vec<u8> {
         offset = last.last_offset() + 1;
     }
     out
-}
-
-/// xorshift64*: deterministic randomness without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
 }
 
 /// What the log should hold: batches as written (offsets assigned), in order.

@@ -161,6 +161,29 @@ pub fn kcat_roundtrip_with(
     String::from_utf8_lossy(&consumed.stdout).into_owned()
 }
 
+/// xorshift64*: deterministic, seeded randomness for tests without a dependency (a failing
+/// seed replays).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform-ish in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// An index into something of `len` items (0 when empty).
+    pub fn index(&mut self, len: usize) -> usize {
+        self.below(len as u64) as usize
+    }
+}
+
 /// Runs the real `zkCli.sh` one-shot command and returns its stdout.
 pub fn zkcli(server: &str, args: &[&str]) -> String {
     let out = std::process::Command::new("/usr/share/zookeeper/bin/zkCli.sh")
