@@ -13,12 +13,14 @@ pub mod cluster;
 pub mod docker;
 pub mod groups;
 pub mod inter_broker;
+pub mod metadata_probe;
 pub mod netns;
 pub mod pki;
 pub mod process;
 pub mod reliability;
 pub mod replicas;
 pub mod sasl;
+pub mod stress;
 pub mod wire;
 pub mod zookeeper;
 

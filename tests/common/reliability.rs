@@ -200,6 +200,28 @@ impl CaseReport {
         }
     }
 
+    /// The row with the verdict `FAIL (...)` naming `failures` (a case's own pass figures that
+    /// were missed) when there are any; the checker's verdict otherwise.
+    pub fn row_with(&self, failures: &[String]) -> String {
+        let row = self.row();
+        if failures.is_empty() {
+            return row;
+        }
+        let kept = row.rsplit_once('\t').map_or(row.as_str(), |(kept, _)| kept);
+        format!("{kept}\tFAIL ({})", failures.join("; "))
+    }
+
+    /// Prints [`CaseReport::row_with`] as [`CaseReport::print`] prints the row.
+    pub fn print_with(&self, failures: &[String]) {
+        Self::emit(&self.row_with(failures));
+    }
+
+    /// [`CaseReport::assert_passed`], and panics naming `failures` when there are any.
+    pub fn assert_passed_with(&self, failures: &[String]) {
+        self.assert_passed();
+        assert!(failures.is_empty(), "{}\n{}", HEADER, self.row_with(failures));
+    }
+
     /// Panics with the row and the first anomalies unless the case passed.
     pub fn assert_passed(&self) {
         let a = &self.anomalies;
@@ -495,6 +517,21 @@ pub async fn finish(
     bootstrap: &str,
     workload: Workload,
 ) -> CaseReport {
+    let report = judge(case, zk, dirs, metrics, bootstrap, workload).await;
+    report.print();
+    report
+}
+
+/// [`finish`] without printing: for a case with pass figures of its own, which prints the row
+/// with [`CaseReport::print_with`].
+pub async fn judge(
+    case: &Case<'_>,
+    zk: &ZkSession,
+    dirs: &[PathBuf],
+    metrics: &[String],
+    bootstrap: &str,
+    workload: Workload,
+) -> CaseReport {
     let acks = workload.stop().await;
     let divergent = divergent_replicas(zk, dirs, case.topic).await;
     let reads = consume(bootstrap, case.topic).await;
@@ -508,6 +545,5 @@ pub async fn finish(
         expect_loss: case.expect_loss,
         idempotent: case.idempotent,
     };
-    report.print();
     report
 }
