@@ -533,6 +533,19 @@ pub async fn judge(
     workload: Workload,
 ) -> CaseReport {
     let acks = workload.stop().await;
+    judge_acks(case, zk, dirs, metrics, bootstrap, acks).await
+}
+
+/// [`judge`] for a scripted case without the workload: `acks` are the records the script had
+/// acknowledged (values sent in increasing order, each with its offset).
+pub async fn judge_acks(
+    case: &Case<'_>,
+    zk: &ZkSession,
+    dirs: &[PathBuf],
+    metrics: &[String],
+    bootstrap: &str,
+    acks: Vec<Ack>,
+) -> CaseReport {
     let divergent = divergent_replicas(zk, dirs, case.topic).await;
     let reads = consume(bootstrap, case.topic).await;
     let report = CaseReport {
