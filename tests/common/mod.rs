@@ -10,6 +10,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod cluster;
+pub mod disk;
 pub mod docker;
 pub mod groups;
 pub mod inter_broker;
