@@ -337,3 +337,188 @@ async fn r17_leaders_move_after_zookeeper_pauses_that_keep_and_that_expire_sessi
     report.assert_passed_with(&failures);
     c.zk.close().await;
 }
+
+/// Each broker's value of the unlabelled sample `name` at `metrics` (0 where not reported).
+fn samples_at(metrics: &[String], name: &str) -> Vec<f64> {
+    metrics
+        .iter()
+        .map(|a| scrape(a).and_then(|b| sample(&b, name)).unwrap_or(0.0))
+        .collect()
+}
+
+/// Whether every broker answers Metadata for `topic` with `leader` and a whole ISR.
+async fn metadata_agrees(addrs: &[String], topic: &str, leader: i32) -> bool {
+    use kafka_protocol::messages::MetadataRequest;
+    for addr in addrs {
+        let Some(mut wire) = Wire::try_connect(addr, Duration::from_secs(1)).await else {
+            return false;
+        };
+        let Some(response) = wire
+            .try_send(
+                &MetadataRequest::default().with_topics(None),
+                12,
+                Duration::from_secs(2),
+            )
+            .await
+        else {
+            return false;
+        };
+        match common::cluster::partition_in(&response, topic, 0) {
+            Some((l, _, isr)) if l == leader && isr.len() == 3 => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// R14: the ensemble's nodes restarted one at a time (SIGTERM), then its leader killed, then two
+/// of three down for 10 s, under the workload. No broker session may expire while a quorum
+/// stands; afterwards there is one controller and the brokers' Metadata agrees with ZooKeeper
+/// within 20 s of the quorum's return.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r14_zookeeper_restarts_leader_loss_and_quorum_loss_lose_nothing() {
+    let _serial = SERIAL.lock().await;
+    let began = Instant::now();
+    let mut ensemble = common::ensemble::Ensemble::start().await;
+    eprintln!("R14: ensemble serving after {:?}", began.elapsed());
+    let chroot = unique_chroot("r14");
+    let connect = ensemble.connect(&chroot);
+    let specs: Vec<BrokerSpec> = (1..=3)
+        .map(|id| {
+            BrokerSpec::new(id, &connect)
+                .session_timeout_ms(SESSION_MS)
+                .port(free_port())
+                .with("min.insync.replicas", "2")
+                .with("replica.lag.time.max.ms", "3000")
+                .with("metrics.listener", &format!("127.0.0.1:{}", free_port()))
+        })
+        .collect();
+    let metrics: Vec<String> = specs
+        .iter()
+        .filter_map(|s| {
+            s.extra
+                .iter()
+                .find(|(k, _)| k == "metrics.listener")
+                .map(|(_, v)| v.clone())
+        })
+        .collect();
+    let brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    let zk = ZkSession::connect(
+        &ConnectString::parse(&connect).expect("connect string"),
+        Duration::from_secs(30),
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("session");
+    cluster_ready(&zk, 3).await;
+    create_topic_by_hand(&zk, "r14", r#"{"0":[1,2,3]}"#).await;
+    wait_until(Duration::from_secs(30), "r14 led, ISR whole", || async {
+        leader(&zk, "r14").await > 0 && isr(&zk, "r14").await.len() == 3
+    })
+    .await;
+    for addr in &metrics {
+        wait_until(Duration::from_secs(20), "the metrics endpoint", || async {
+            scrape(addr).is_some()
+        })
+        .await;
+    }
+    let boot = bootstrap(&zk).await;
+    let addrs: Vec<String> = boot.split(',').map(str::to_string).collect();
+    let workload = Workload::start(&boot, "r14", "all", true, RATE);
+    workload
+        .wait_more(500, Duration::from_secs(60), "500 acknowledged")
+        .await;
+    let expires = "kafka_server_sessionexpirelistener_zookeeperexpires_total";
+    let expired_before = samples_at(&metrics, expires);
+    let epoch = controller_epoch(&zk).await;
+    let mut failures = Vec::new();
+
+    // 1. Rolling restart: each node SIGTERMed and started again, the quorum standing throughout.
+    for id in 1..=3 {
+        ensemble.stop(id, "TERM").await;
+        ensemble.restart(id);
+        ensemble.wait_serving(Duration::from_secs(60)).await;
+        workload
+            .wait_more(200, Duration::from_secs(30), "200 acknowledged after a node's restart")
+            .await;
+    }
+    if samples_at(&metrics, expires) != expired_before {
+        failures.push("a broker session expired during the rolling restart".to_string());
+    }
+    if controller_epoch(&zk).await != epoch {
+        failures.push("the controller changed during the rolling restart".to_string());
+    }
+    eprintln!("R14: rolling restart done after {:?}", began.elapsed());
+
+    // 2. The ensemble's leader killed: the other two elect one.
+    let zk_leader = ensemble.leader().await.expect("an ensemble leader");
+    ensemble.stop(zk_leader, "KILL").await;
+    workload
+        .wait_more(
+            200,
+            Duration::from_secs(30),
+            "200 acknowledged with the ZooKeeper leader gone",
+        )
+        .await;
+    ensemble.restart(zk_leader);
+    ensemble.wait_serving(Duration::from_secs(60)).await;
+    eprintln!("R14: leader {zk_leader} killed and back after {:?}", began.elapsed());
+
+    // 3. Quorum lost: two of three down for 10 s.
+    let down: Vec<usize> = (1..=3).filter(|id| *id != zk_leader).collect();
+    for id in &down {
+        ensemble.stop(*id, "KILL").await;
+    }
+    let lost = Instant::now();
+    while lost.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for id in &down {
+        ensemble.restart(*id);
+    }
+    ensemble.wait_serving(Duration::from_secs(60)).await;
+    let back = Instant::now();
+    wait_until(
+        Duration::from_secs(60),
+        "one controller and Metadata agreeing with ZooKeeper",
+        || async {
+            let registered = zk.children("/brokers/ids").await.map(|b| b.len() == 3).unwrap_or(false);
+            let active: f64 = samples_at(&metrics, "kafka_controller_kafkacontroller_activecontrollercount")
+                .iter()
+                .sum();
+            let l = leader(&zk, "r14").await;
+            registered
+                && active == 1.0
+                && l > 0
+                && isr(&zk, "r14").await.len() == 3
+                && metadata_agrees(&addrs, "r14", l).await
+        },
+    )
+    .await;
+    let converged = back.elapsed();
+    eprintln!("R14: metadata converged {converged:?} after the quorum returned");
+    if converged > Duration::from_secs(20) {
+        failures.push(format!("metadata converged {converged:?} after the quorum returned"));
+    }
+    workload
+        .wait_more(
+            300,
+            Duration::from_secs(60),
+            "300 acknowledged after the quorum returned",
+        )
+        .await;
+    let case = Case {
+        name: "R14 ZooKeeper ensemble faults",
+        faults: "rolling SIGTERM of 3 ZK nodes; kill -9 ZK leader; 2 of 3 down 10 s",
+        topic: "r14",
+        idempotent: true,
+        expect_loss: false,
+    };
+    let dirs: Vec<PathBuf> = brokers.iter().map(|b| b.log_dir.clone()).collect();
+    let report = judge(&case, &zk, &dirs, &metrics, &boot, workload).await;
+    report.print_with(&failures);
+    eprintln!("R14 took {:?}", began.elapsed());
+    report.assert_passed_with(&failures);
+    zk.close().await;
+    drop(brokers);
+}

@@ -12,6 +12,7 @@
 pub mod cluster;
 pub mod disk;
 pub mod docker;
+pub mod ensemble;
 pub mod groups;
 pub mod inter_broker;
 pub mod metadata_probe;
