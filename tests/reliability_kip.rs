@@ -1,5 +1,5 @@
-//! The reliability matrix's leader-epoch cases (reliability.md §3, R09 and R10: KIP-101 and
-//! KIP-279), scripted against two real broker processes (RF 2) and judged by the shared checker
+//! The reliability matrix's leader-epoch cases (reliability.md §3, R09 to R11: KIP-101,
+//! KIP-279 and KIP-320), scripted against two real broker processes (RF 2) and judged by the shared checker
 //! (`common::reliability::judge_acks`) from the records the script had acknowledged:
 //! - R09, Kafka's `shouldNotAllowDivergentLogs`: both replicas crash, the leader loses the tail
 //!   of its log (its file cut, as a crash losing unflushed pages would), comes back alone and
@@ -10,7 +10,9 @@
 //! - R10 (b) with R09 (c), `shouldSurviveFastLeaderChange` x5 and `offsetsShouldNotGoBackwards`:
 //!   kill -9 of the leader five times while writing with acks=all; offsets never go backwards,
 //!   LEO equals what was written, every acknowledged record is read back, the replicas stay
-//!   identical.
+//!   identical;
+//! - R11 (a), KIP-320: the leader after an unclean election fences callers' stale and future
+//!   epochs on Fetch, ListOffsets and OffsetForLeaderEpoch and names the divergence point.
 //!
 //! The HW-truncation variant of R09 (b) needs a hook that pauses a follower's fetches between
 //! its restart and its first fetch; there is none, so it is left out.
@@ -26,6 +28,13 @@ use common::replicas::{batch_crcs, isr, leader, leader_log_end, log_end, produce
 use common::wire::Wire;
 use common::zookeeper::free_port;
 use common::{bootstrap_of, unique_chroot, wait_until, zookeeper, BrokerProcess, BrokerSpec};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic};
+use kafka_protocol::messages::{
+    BrokerId as KpBrokerId, FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
 use kastle::protocol::error_codes as ec;
 use kastle::zk::store::ZkStore;
 use kastle::zk::ZkSession;
@@ -333,6 +342,170 @@ async fn r10_five_fast_leader_changes_never_lose_or_rewind_acknowledged_offsets(
     let report = c.judge(&case, acks).await;
     report.print_with(&failures);
     eprintln!("R10 (b) took {:?}", began.elapsed());
+    report.assert_passed_with(&failures);
+    c.zk.close().await;
+}
+
+/// The partition's leader epoch in ZooKeeper.
+async fn leader_epoch(zk: &ZkSession, topic: &str) -> i32 {
+    common::replicas::state(zk, topic, 0)
+        .await
+        .map_or(-1, |(s, _)| s.leader_epoch.0)
+}
+
+fn topic_name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.to_string()))
+}
+
+/// Fetch from offset 0 with `current` as the caller's leader epoch: (error, records returned).
+async fn fetch_with_epoch(wire: &mut Wire, topic: &str, current: i32) -> (i16, usize) {
+    let request = FetchRequest::default()
+        .with_replica_id(KpBrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_max_bytes(1 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(topic_name(topic))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_current_leader_epoch(current)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let response = wire.send(&request, 12).await;
+    let p = &response.responses[0].partitions[0];
+    (p.error_code, p.records.as_ref().map_or(0, |r| r.len()))
+}
+
+/// ListOffsets (latest) with `current`: (error, offset).
+async fn list_offsets_with_epoch(wire: &mut Wire, topic: &str, current: i32) -> (i16, i64) {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(KpBrokerId(-1))
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_current_leader_epoch(current)
+                .with_timestamp(-1)])]);
+    let response = wire.send(&request, 4).await;
+    let p = &response.topics[0].partitions[0];
+    (p.error_code, p.offset)
+}
+
+/// OffsetForLeaderEpoch for `requested` with `current`: (error, epoch, end offset).
+async fn epoch_end_with_epoch(wire: &mut Wire, topic: &str, current: i32, requested: i32) -> (i16, i32, i64) {
+    let request = OffsetForLeaderEpochRequest::default()
+        .with_replica_id(KpBrokerId(-1))
+        .with_topics(vec![OffsetForLeaderTopic::default()
+            .with_topic(topic_name(topic))
+            .with_partitions(vec![OffsetForLeaderPartition::default()
+                .with_partition(0)
+                .with_current_leader_epoch(current)
+                .with_leader_epoch(requested)])]);
+    let response = wire.send(&request, 4).await;
+    let p = &response.topics[0].partitions[0];
+    (p.error_code, p.leader_epoch, p.end_offset)
+}
+
+/// R11 (KIP-320): after an unclean election that truncates what a consumer may have read, the
+/// new leader fences callers one epoch behind (FENCED_LEADER_EPOCH, 74) and ahead
+/// (UNKNOWN_LEADER_EPOCH, 75) on Fetch, ListOffsets and OffsetForLeaderEpoch, returning no
+/// records; and it answers a consumer's OffsetForLeaderEpoch for the old epoch with the
+/// divergence point, so a consumer positioned past it detects the truncation there (neither
+/// at the start nor past the new records). The consumer side (librdkafka's reaction to that
+/// answer) is the client's and left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r11_the_new_leader_fences_stale_and_future_epochs_and_names_the_divergence_point() {
+    let _serial = SERIAL.lock().await;
+    let began = Instant::now();
+    let mut c = pair("r11", "r11", &[("unclean.leader.election.enable", "true")]).await;
+    let old_epoch = leader_epoch(&c.zk, "r11").await;
+    let mut acks = Vec::new();
+    for v in 0..10 {
+        acks.push(produce(&c.zk, 1, "r11", -1, v).await);
+    }
+    c.kill(2).await;
+    wait_until(Duration::from_secs(20), "ISR [1]", || async {
+        isr(&c.zk, "r11").await == vec![1]
+    })
+    .await;
+    // Read by a consumer, then lost to the unclean election (acks=1: not given to the checker).
+    for v in 10..15 {
+        produce(&c.zk, 1, "r11", 1, v).await;
+    }
+    c.kill(1).await;
+    c.restart(2).await;
+    wait_until(Duration::from_secs(30), "broker 2 elected uncleanly", || async {
+        leader(&c.zk, "r11").await == 2
+    })
+    .await;
+    for v in 100..105 {
+        acks.push(produce(&c.zk, 2, "r11", 1, v).await);
+    }
+    let epoch = leader_epoch(&c.zk, "r11").await;
+    let mut wire = Wire::connect(&bootstrap_of(&c.zk, 2).await).await;
+    let mut failures = Vec::new();
+    let mut answered = 0;
+    for (current, expected) in [
+        (epoch - 1, ec::FENCED_LEADER_EPOCH),
+        (epoch + 1, ec::UNKNOWN_LEADER_EPOCH),
+    ] {
+        let fetched = fetch_with_epoch(&mut wire, "r11", current).await;
+        let listed = list_offsets_with_epoch(&mut wire, "r11", current).await;
+        let ended = epoch_end_with_epoch(&mut wire, "r11", current, old_epoch).await;
+        for (api, code) in [
+            ("Fetch", fetched.0),
+            ("ListOffsets", listed.0),
+            ("OffsetForLeaderEpoch", ended.0),
+        ] {
+            if code == expected {
+                answered += 1;
+            } else {
+                failures.push(format!(
+                    "{api} with epoch {current} (leader's {epoch}): error {code}, not {expected}"
+                ));
+            }
+        }
+        if fetched.1 != 0 {
+            failures.push(format!(
+                "a fenced Fetch (epoch {current}) returned {} bytes of records",
+                fetched.1
+            ));
+        }
+    }
+    let fetched = fetch_with_epoch(&mut wire, "r11", epoch).await;
+    let listed = list_offsets_with_epoch(&mut wire, "r11", epoch).await;
+    if fetched.0 != ec::NONE || fetched.1 == 0 || listed != (ec::NONE, 15) {
+        failures.push(format!(
+            "with the current epoch {epoch}: Fetch {fetched:?}, ListOffsets {listed:?} (expected records, end 15)"
+        ));
+    }
+    // A consumer at offset 15 that read offset 14 in the old epoch asks where that epoch ends.
+    let divergence = epoch_end_with_epoch(&mut wire, "r11", epoch, old_epoch).await;
+    if divergence.0 != ec::NONE || divergence.2 != 10 || divergence.1 > old_epoch {
+        failures.push(format!(
+            "OffsetForLeaderEpoch for the old epoch {old_epoch}: {divergence:?}, expected the divergence point 10"
+        ));
+    }
+    eprintln!("R11: {answered}/6 fenced answers as expected; old epoch {old_epoch} ends at {divergence:?}");
+    c.restart(1).await;
+    wait_until(
+        Duration::from_secs(30),
+        "broker 1 back in the ISR with broker 2's log",
+        || async {
+            isr(&c.zk, "r11").await == vec![1, 2]
+                && log_end(&c.brokers[0].log_dir, "r11", 0) == log_end(&c.brokers[1].log_dir, "r11", 0)
+        },
+    )
+    .await;
+    let case = Case {
+        name: "R11 KIP-320 epoch fencing",
+        faults: "unclean election truncating 5 read records; epochs -1/+1 on 3 APIs",
+        topic: "r11",
+        idempotent: true,
+        expect_loss: false,
+    };
+    let report = c.judge(&case, acks).await;
+    report.print_with(&failures);
+    eprintln!("R11 took {:?}", began.elapsed());
     report.assert_passed_with(&failures);
     c.zk.close().await;
 }
