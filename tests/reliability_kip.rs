@@ -12,7 +12,10 @@
 //!   LEO equals what was written, every acknowledged record is read back, the replicas stay
 //!   identical;
 //! - R11 (a), KIP-320: the leader after an unclean election fences callers' stale and future
-//!   epochs on Fetch, ListOffsets and OffsetForLeaderEpoch and names the divergence point.
+//!   epochs on Fetch, ListOffsets and OffsetForLeaderEpoch and names the divergence point;
+//! - R11 (b), Kafka's truncation_test: a consumer (librdkafka) that read the records the unclean
+//!   election truncated resumes at the divergence point, reads each new record once and does
+//!   not go back to the start.
 //!
 //! The HW-truncation variant of R09 (b) needs a hook that pauses a follower's fetches between
 //! its restart and its first fetch; there is none, so it is left out.
@@ -410,8 +413,7 @@ async fn epoch_end_with_epoch(wire: &mut Wire, topic: &str, current: i32, reques
 /// (UNKNOWN_LEADER_EPOCH, 75) on Fetch, ListOffsets and OffsetForLeaderEpoch, returning no
 /// records; and it answers a consumer's OffsetForLeaderEpoch for the old epoch with the
 /// divergence point, so a consumer positioned past it detects the truncation there (neither
-/// at the start nor past the new records). The consumer side (librdkafka's reaction to that
-/// answer) is the client's and left out.
+/// at the start nor past the new records; R11 (b) runs a real consumer through it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r11_the_new_leader_fences_stale_and_future_epochs_and_names_the_divergence_point() {
     let _serial = SERIAL.lock().await;
@@ -508,4 +510,144 @@ async fn r11_the_new_leader_fences_stale_and_future_epochs_and_names_the_diverge
     eprintln!("R11 took {:?}", began.elapsed());
     report.assert_passed_with(&failures);
     c.zk.close().await;
+}
+
+/// confluent-kafka consumer: reads `topic` partition 0 from offset 0 until the file `stop`
+/// exists, writing `offset value` per record and `error code reason` per error to `out`.
+const FOLLOWING_CONSUMER: &str = r#"
+import os, sys
+from confluent_kafka import Consumer, TopicPartition
+boot, topic, out_path, stop_path = sys.argv[1:5]
+c = Consumer({"bootstrap.servers": boot, "group.id": "r11b", "enable.auto.commit": False,
+              "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000})
+c.assign([TopicPartition(topic, 0, 0)])
+out = open(out_path, "w", buffering=1)
+while not os.path.exists(stop_path):
+    m = c.poll(0.2)
+    if m is None:
+        continue
+    if m.error():
+        out.write("error %d %s\n" % (m.error().code(), m.error().str().replace("\n", " ")))
+        continue
+    out.write("%d %s\n" % (m.offset(), m.value().decode()))
+c.close()
+"#;
+
+/// The `offset value` lines a [`FOLLOWING_CONSUMER`] wrote, and its error lines.
+fn followed(path: &std::path::Path) -> (Vec<(i64, i64)>, Vec<String>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut reads = Vec::new();
+    let mut errors = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("error ") {
+            errors.push(line.to_string());
+        } else if let Some((o, v)) = line.split_once(' ') {
+            if let (Ok(o), Ok(v)) = (o.parse(), v.trim().parse()) {
+                reads.push((o, v));
+            }
+        }
+    }
+    (reads, errors)
+}
+
+/// R11 (b), Kafka's truncation_test from the consumer's side: a consumer that read records an
+/// unclean election then truncated goes on from the divergence point (librdkafka validates its
+/// position with OffsetForLeaderEpoch after the leader change): it reads every new record once
+/// and does not go back to the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r11_a_consumer_past_an_unclean_truncation_resumes_at_the_divergence_point() {
+    let _serial = SERIAL.lock().await;
+    let began = Instant::now();
+    let mut c = pair("r11b", "r11b", &[("unclean.leader.election.enable", "true")]).await;
+    let mut acks = Vec::new();
+    for v in 0..10 {
+        acks.push(produce(&c.zk, 1, "r11b", -1, v).await);
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, stop) = (tmp.path().join("read"), tmp.path().join("stop"));
+    let boot = c.bootstrap().await;
+    // Killed on drop, also when the test fails before it stops the consumer.
+    let mut consumer = common::stress::Killed(
+        common::replicas::python(&[
+            "-c",
+            FOLLOWING_CONSUMER,
+            &boot,
+            "r11b",
+            out.to_str().expect("utf-8"),
+            stop.to_str().expect("utf-8"),
+        ])
+        .spawn()
+        .expect("consumer"),
+    );
+    c.kill(2).await;
+    wait_until(Duration::from_secs(20), "ISR [1]", || async {
+        isr(&c.zk, "r11b").await == vec![1]
+    })
+    .await;
+    for v in 10..15 {
+        produce(&c.zk, 1, "r11b", 1, v).await;
+    }
+    wait_until(Duration::from_secs(30), "the consumer read offset 14", || async {
+        followed(&out).0.iter().any(|(o, _)| *o == 14)
+    })
+    .await;
+    c.kill(1).await;
+    c.restart(2).await;
+    wait_until(Duration::from_secs(30), "broker 2 elected uncleanly", || async {
+        leader(&c.zk, "r11b").await == 2
+    })
+    .await;
+    for v in 100..110 {
+        acks.push(produce(&c.zk, 2, "r11b", 1, v).await);
+    }
+    let read_new = wait_until_or(Duration::from_secs(30), || {
+        followed(&out).0.iter().any(|(_, v)| *v == 109)
+    })
+    .await;
+    std::fs::write(&stop, b"").expect("stop file");
+    wait_until_or(Duration::from_secs(20), || matches!(consumer.0.try_wait(), Ok(Some(_)))).await;
+    drop(consumer);
+    let (reads, errors) = followed(&out);
+    eprintln!("R11 (b): consumer read {reads:?}; errors {errors:?}");
+    let mut failures = Vec::new();
+    let after: Vec<(i64, i64)> = reads.iter().skip_while(|(o, _)| *o != 14).skip(1).copied().collect();
+    let new_values: Vec<i64> = after.iter().map(|(_, v)| *v).filter(|v| *v >= 100).collect();
+    if !read_new || new_values != (100..110).collect::<Vec<_>>() {
+        failures.push(format!(
+            "the consumer did not read 100..109 once each after the truncation: {after:?}"
+        ));
+    }
+    if after.iter().any(|(_, v)| *v < 100) {
+        failures.push(format!("the consumer went back before the divergence point: {after:?}"));
+    }
+    c.restart(1).await;
+    wait_until(Duration::from_secs(30), "broker 1 back in the ISR", || async {
+        isr(&c.zk, "r11b").await == vec![1, 2]
+            && log_end(&c.brokers[0].log_dir, "r11b", 0) == log_end(&c.brokers[1].log_dir, "r11b", 0)
+    })
+    .await;
+    let case = Case {
+        name: "R11 KIP-320 consumer truncation",
+        faults: "unclean election under a consumer that read the truncated records",
+        topic: "r11b",
+        idempotent: true,
+        expect_loss: false,
+    };
+    let report = c.judge(&case, acks).await;
+    report.print_with(&failures);
+    eprintln!("R11 (b) took {:?}", began.elapsed());
+    report.assert_passed_with(&failures);
+    c.zk.close().await;
+}
+
+/// Whether `done` holds within `deadline` (polled every 50 ms).
+async fn wait_until_or(deadline: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < deadline {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done()
 }
