@@ -16,9 +16,7 @@ use super::error::ControllerError;
 use super::event_manager::{Event, EventQueue, ZNodeWatches};
 use super::handle::ControllerConfig;
 use super::model::LeaderAndIsr;
-use super::partition_state::PartitionState;
 use super::requests::{self, ControllerContext};
-use super::state_changes;
 use super::stats;
 use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
@@ -75,10 +73,10 @@ impl<S: ControllerStore> Controller<S> {
             }
             Event::BrokerChange => match self.on_broker_change().await {
                 // A returning replica may unblock a deletion.
-                Ok(()) => self.on_topic_deletion(true).await,
+                Ok(()) => self.run_core(core::Event::TopicDeletion { start: true }).await,
                 Err(e) => Err(e),
             },
-            Event::TopicDeletion => self.on_topic_deletion(true).await,
+            Event::TopicDeletion => self.run_core(core::Event::TopicDeletion { start: true }).await,
             Event::ElectLeaders {
                 partitions,
                 unclean,
@@ -98,7 +96,9 @@ impl<S: ControllerStore> Controller<S> {
             Event::LogDirEventNotification => self.on_log_dir_event().await,
             Event::IsrChangeNotification => self.on_isr_change_notification().await,
             Event::BrokerModifications { broker } => self.on_broker_modifications(broker).await,
-            Event::PartitionModifications { topic } => self.on_partition_modifications(&topic).await,
+            Event::PartitionModifications { topic } => {
+                self.run_core(core::Event::PartitionModifications { topic }).await
+            }
             Event::CreatePartitions {
                 topic,
                 count,
@@ -127,8 +127,13 @@ impl<S: ControllerStore> Controller<S> {
                 broker_epoch,
                 results,
             } => {
-                self.on_replicas_deleted(controller_epoch, broker, broker_epoch, &results)
-                    .await
+                self.run_core(core::Event::StopReplicaResponse {
+                    controller_epoch,
+                    broker,
+                    broker_epoch,
+                    results,
+                })
+                .await
             }
             Event::ControlledShutdown {
                 broker,
@@ -151,7 +156,7 @@ impl<S: ControllerStore> Controller<S> {
                     }
                 }
             }
-            Event::TopicChange => self.on_topic_change().await,
+            Event::TopicChange => self.run_core(core::Event::TopicChange).await,
         };
         match result {
             Ok(()) => {}
@@ -288,7 +293,7 @@ impl<S: ControllerStore> Controller<S> {
         self.send_leader_and_isr(&with_state, false);
         self.elect_partitions(&all).await?;
         // Resume deletions queued before this controller took over.
-        self.on_topic_deletion(true).await?;
+        self.run_core(core::Event::TopicDeletion { start: true }).await?;
         if let Some(active) = self.active.as_ref() {
             let brokers = active.ctx.live_brokers.keys().copied();
             let round_trips = self.zk.requests() - zk_before;
@@ -302,65 +307,10 @@ impl<S: ControllerStore> Controller<S> {
         self.run_core(core::Event::BrokerChange).await
     }
 
-    async fn on_topic_change(&mut self) -> Result<(), ControllerZkError> {
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        let names = zk_ops::topic_names(&self.zk).await?;
-        let new: Vec<String> = names
-            .into_iter()
-            .filter(|t| !active.ctx.topics.contains_key(t))
-            .collect();
-        if new.is_empty() {
-            return Ok(());
-        }
-        self.watch_topics(&new).await;
-        let infos = zk_ops::topic_infos(&self.zk, &new).await?;
-        let partitions: Vec<(String, i32)> = infos
-            .iter()
-            .flat_map(|(t, i)| i.assignment.keys().map(move |p| (t.clone(), *p)))
-            .collect();
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        active.ctx.topics.extend(infos);
-        tracing::info!(topics = ?new, partitions = partitions.len(), "new topics");
-        self.on_new_partitions(&partitions).await
-    }
-
-    /// Kafka's onNewPartitionCreation for partitions just added to the context's assignment.
-    /// Normally they have no state yet; one written by hand (or left by an earlier controller)
-    /// is taken as it is and announced. The rest get leaders from their live replicas.
+    /// Kafka's onNewPartitionCreation for partitions just added to the context's assignment,
+    /// in the core ([`core::topic_change::new_partitions`]).
     pub(super) async fn on_new_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        // A partition that already exists is refused here, so it is not created twice.
-        let partitions = active.ctx.change_states(partitions, PartitionState::New);
-        active.ctx.create_replicas(&partitions);
-        // One listing per topic, then reads only where a partition znode exists.
-        let existing = zk_ops::existing_leaderships(&self.zk, &partitions).await?;
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        let mut announced = Vec::new();
-        for (key, l) in existing {
-            let online = active.ctx.replica_online(&key, l.leader);
-            if online {
-                announced.push(key.clone());
-            }
-            active.ctx.leaderships.insert(key.clone(), l);
-            active
-                .ctx
-                .change_states(std::slice::from_ref(&key), state_changes::state_for(online));
-        }
-        self.send_leader_and_isr(&announced, true);
-        self.send_update_metadata(&announced);
-        self.elect_partitions(&partitions).await?;
-        if let Some(active) = self.active.as_mut() {
-            active.ctx.start_new_replicas(&partitions);
-        }
-        Ok(())
+        self.run_core(core::Event::NewPartitions(partitions.to_vec())).await
     }
 
     /// Elects every partition in `partitions` that needs a change (new, leaderless, or with a

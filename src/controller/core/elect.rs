@@ -44,6 +44,8 @@ pub enum After {
         all: Vec<Key>,
         started: Vec<BrokerId>,
     },
+    /// onNewPartitionCreation's last part: the new replicas start.
+    NewPartitions(Vec<Key>),
 }
 
 impl Election {
@@ -287,5 +289,6 @@ fn finish(ctx: &mut ControllerContext, after: After, fx: &mut Effects) {
     match after {
         After::Done => {}
         After::BrokerChange { all, started } => broker_change::finish(ctx, &all, &started, fx),
+        After::NewPartitions(partitions) => super::topic_change::finish(ctx, &partitions),
     }
 }
