@@ -6,9 +6,13 @@
 //! (UpdateMetadata with leader -2, Kafka's LeaderDuringDelete, to every live broker and
 //! StopReplica(delete) to each replica that can serve; the others wait as DeletionIneligible)
 //! and completes those whose every replica confirmed: their znodes go, fenced, and the context
-//! forgets them. A StopReplica answer ([`answered`]) moves its replicas and resumes without
-//! restarting anything, so a delete that keeps failing is not retried in a loop of requests and
-//! answers; a broker change (a replica came back) or failover restarts. No I/O.
+//! forgets them. A StopReplica answer ([`answered`]) moves its replicas and resumes; like
+//! Kafka's `failReplicaDeletion`, an error answer marks its topic ineligible, and answers do
+//! not restart ineligible topics, so a delete that keeps failing is not retried in a loop of
+//! requests and answers; the next deletion request, a broker change (a replica came back) or
+//! failover restarts every topic. Others are restarted on an answer as Kafka's resumeDeletions
+//! does: a replica whose delete failed because its broker bounced while another replica's was
+//! outstanding is asked again once that answer arrives. No I/O.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -78,21 +82,28 @@ pub fn answered(
         return;
     }
     ctx.replica_deletions_answered(broker, results);
+    let failed = results.iter().filter(|(_, code)| *code != 0).map(|((t, _), _)| t.clone());
+    ctx.topics_ineligible_for_deletion.extend(failed);
     start(ctx, false, fx);
 }
 
 /// Kafka's `resumeDeletions` for every queued topic: (re)starts the ones with nothing
-/// outstanding when `start`, and returns the znode deletes to do, markers of unknown topics
-/// first.
+/// outstanding (when not `start`, only those not marked ineligible; `start` clears the marks),
+/// and returns the znode deletes to do, markers of unknown topics first.
 fn resume_deletions(ctx: &mut ControllerContext, queued: Vec<String>, start: bool, fx: &mut Effects) -> VecDeque<Job> {
     let (known, unknown): (Vec<String>, Vec<String>) = queued.into_iter().partition(|t| ctx.topics.contains_key(t));
     ctx.topics_to_delete.extend(known);
     let mut jobs: VecDeque<Job> = unknown.into_iter().map(Job::DropMarker).collect();
+    if start {
+        ctx.topics_ineligible_for_deletion.clear();
+    }
     let doomed: Vec<String> = ctx.topics_to_delete.iter().cloned().collect();
     for topic in doomed {
         match ctx.deletion_step(&topic) {
             DeletionStep::Complete => jobs.push_back(Job::Complete(topic)),
-            DeletionStep::Start if start => start_topic(ctx, &topic, fx),
+            DeletionStep::Start if !ctx.topics_ineligible_for_deletion.contains(&topic) => {
+                start_topic(ctx, &topic, fx)
+            }
             DeletionStep::Start | DeletionStep::InProgress => {}
         }
     }
@@ -161,6 +172,7 @@ fn completed(ctx: &mut ControllerContext, topic: &str, fx: &mut Effects) {
     ctx.change_states(&keys, PartitionState::NonExistent);
     ctx.topics.remove(topic);
     ctx.topics_to_delete.remove(topic);
+    ctx.topics_ineligible_for_deletion.remove(topic);
     ctx.leaderships.retain(|(t, _), _| t != topic);
     fx.unwatch_topics.push(topic.to_string());
     tracing::info!(%topic, "topic deleted");

@@ -349,3 +349,37 @@ fn topic_deletion_a_failed_znode_delete_is_retried() {
     let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec![]));
     assert_eq!(fx.zk, delete_write("t", &[0]), "queued until done, marker or not");
 }
+
+/// A replica's broker bounces while another replica's delete is outstanding (found by seed 1640
+/// of the simulation): the bounce fails its delete, the broker change's deletion run finds one
+/// still in progress, and the outstanding answer restarts the topic (as Kafka's
+/// resumeDeletions does), asking the bounced broker's new incarnation; its old one's answer is
+/// ignored.
+#[test]
+fn topic_deletion_restarts_on_an_answer_a_replica_whose_broker_bounced() {
+    let mut ctx = context();
+    event(&mut ctx, Event::TopicDeletion { start: true });
+    let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec!["t".into()]));
+    assert_eq!(stop_replicas(&fx), vec![1, 2, 3]);
+    answer(&mut ctx, 3, 30, &[(key("t", 0), 0)]);
+    read(&mut ctx, ReadResult::TopicsToDelete(vec!["t".into()]));
+    // Broker 2 bounces before answering.
+    event(&mut ctx, Event::BrokerChange);
+    read(&mut ctx, ReadResult::LiveBrokers(brokers(&[(1, 10), (2, 21), (3, 30)])));
+    read(
+        &mut ctx,
+        ReadResult::Leaderships(BTreeMap::from([(key("t", 0), leadership(1, &[1, 2, 3], 3, 6))])),
+    );
+    assert!(idle(&ctx));
+    event(&mut ctx, Event::TopicDeletion { start: true });
+    let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec!["t".into()]));
+    assert!(stop_replicas(&fx).is_empty(), "broker 1's delete is still outstanding");
+    let fx = answer(&mut ctx, 2, 20, &[(key("t", 0), 0)]);
+    assert!(fx.zk.is_none(), "the old incarnation's answer is ignored");
+    answer(&mut ctx, 1, 10, &[(key("t", 0), 0)]);
+    let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec!["t".into()]));
+    assert_eq!(stop_replicas(&fx), vec![2], "restarted on the answer");
+    answer(&mut ctx, 2, 21, &[(key("t", 0), 0)]);
+    let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec!["t".into()]));
+    assert_eq!(fx.zk, delete_write("t", &[0]));
+}

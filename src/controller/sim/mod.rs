@@ -237,6 +237,12 @@ mod tests {
     #[test]
     #[ignore]
     fn explore() {
+        if std::env::var("KASTLE_SIM_LOG").is_ok() {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::from_env("KASTLE_SIM_LOG"))
+                .with_test_writer()
+                .try_init();
+        }
         let var = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
         let (first, count) = (var("KASTLE_SIM_SEED", 0), var("KASTLE_SIM_SEEDS", 1));
         if var("KASTLE_SIM_SURVEY", 0) == 1 {
