@@ -82,7 +82,10 @@ pub fn answered(
         return;
     }
     ctx.replica_deletions_answered(broker, results);
-    let failed = results.iter().filter(|(_, code)| *code != 0).map(|((t, _), _)| t.clone());
+    let failed = results
+        .iter()
+        .filter(|(_, code)| *code != 0)
+        .map(|((t, _), _)| t.clone());
     ctx.topics_ineligible_for_deletion.extend(failed);
     start(ctx, false, fx);
 }
@@ -101,9 +104,7 @@ fn resume_deletions(ctx: &mut ControllerContext, queued: Vec<String>, start: boo
     for topic in doomed {
         match ctx.deletion_step(&topic) {
             DeletionStep::Complete => jobs.push_back(Job::Complete(topic)),
-            DeletionStep::Start if !ctx.topics_ineligible_for_deletion.contains(&topic) => {
-                start_topic(ctx, &topic, fx)
-            }
+            DeletionStep::Start if !ctx.topics_ineligible_for_deletion.contains(&topic) => start_topic(ctx, &topic, fx),
             DeletionStep::Start | DeletionStep::InProgress => {}
         }
     }
