@@ -267,7 +267,7 @@ fn topic_deletion_deletes_znodes_only_after_every_replica_confirmed() {
     let fx = wrote(&mut ctx, WriteResult::TopicDeleted);
     assert_eq!(fx.unwatch_topics, vec!["t".to_string()]);
     assert!(!ctx.topics.contains_key("t") && !ctx.is_queued_for_deletion("t"));
-    assert!(ctx.leaderships.is_empty() && ctx.replica_states.len() == 0);
+    assert!(ctx.leaderships.is_empty() && ctx.replica_states.is_empty());
     assert_eq!(ctx.partition_state(&key("t", 0)), PartitionState::NonExistent);
     assert!(idle(&ctx));
 }
