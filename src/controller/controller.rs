@@ -16,11 +16,11 @@ use super::error::ControllerError;
 use super::event_manager::{Event, EventQueue, ZNodeWatches};
 use super::handle::ControllerConfig;
 use super::model::LeaderAndIsr;
-use super::requests::{self, ControllerContext};
+use super::requests::ControllerContext;
 use super::stats;
 use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
-use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
+use crate::types::{ControllerEpoch, ZkVersion};
 use crate::zk::paths;
 
 /// The answer to a ControlledShutdown: partitions the broker still leads, or why not.
@@ -238,66 +238,18 @@ impl<S: ControllerStore> Controller<S> {
     }
 
     /// Loads the cluster from ZooKeeper, tells every broker, and elects what needs a leader
-    /// (Kafka's onControllerFailover).
+    /// (Kafka's onControllerFailover, in the core: [`core::failover`]).
     async fn on_failover(&mut self) -> Result<(), ControllerZkError> {
         let (started, zk_before) = (Instant::now(), self.zk.requests());
         // The full read below covers whatever they announced, and every replica gets
         // LeaderAndIsr (a replica in a failed log dir answers KAFKA_STORAGE_ERROR to it).
         self.delete_stale_notifications().await?;
-        let brokers = zk_ops::live_brokers(&self.zk).await?;
-        let names = zk_ops::topic_names(&self.zk).await?;
-        // Watch before reading, so an edit in between is not missed.
-        self.watch_topics(&names).await;
-        let topics = zk_ops::topic_infos(&self.zk, &names).await?;
-        let partitions: Vec<(String, i32)> = topics
-            .iter()
-            .flat_map(|(t, i)| i.assignment.keys().map(move |p| (t.clone(), *p)))
-            .collect();
-        let leaderships = zk_ops::leaderships(&self.zk, &partitions).await?;
-        // Deletions queued before this controller took over: no elections for them.
-        let doomed = zk_ops::topics_to_delete(&self.zk).await?;
-        let listener = self.config.inter_broker_listener.clone();
-        let me = self.config.broker_id;
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        active.ctx.topics_to_delete = doomed.into_iter().filter(|t| topics.contains_key(t)).collect();
-        active.ctx.topics = topics;
-        active.ctx.leaderships = leaderships;
-        for (id, b) in &brokers {
-            if let Some(addr) = requests::broker_address(b, &listener) {
-                active.channel.add_broker(*id, addr, me);
-            }
-        }
-        let ids: Vec<BrokerId> = brokers.keys().copied().collect();
-        active.ctx.live_brokers = brokers;
-        active.ctx.initialize_partition_states();
-        active.ctx.initialize_replica_states();
-        self.watch_brokers(&ids).await;
-        // Every broker learns the cluster first, then leaders are (re)announced and elected.
-        let all = match self.active.as_ref() {
-            Some(active) => active.ctx.all_partitions(),
-            None => return Ok(()),
-        };
-        self.send_update_metadata(&all);
-        // Kafka's replica state machine start-up: LeaderAndIsr for every partition with a
-        // state, to each of its live replicas.
-        let with_state: Vec<(String, i32)> = match self.active.as_ref() {
-            Some(active) => all
-                .iter()
-                .filter(|k| active.ctx.leaderships.contains_key(*k))
-                .cloned()
-                .collect(),
-            None => return Ok(()),
-        };
-        self.send_leader_and_isr(&with_state, false);
-        self.elect_partitions(&all).await?;
-        // Resume deletions queued before this controller took over.
-        self.run_core(core::Event::TopicDeletion { start: true }).await?;
+        self.run_core(core::Event::Failover).await?;
         if let Some(active) = self.active.as_ref() {
             let brokers = active.ctx.live_brokers.keys().copied();
             let round_trips = self.zk.requests() - zk_before;
-            super::timing::report_failover(&active.channel, brokers, started, all.len(), round_trips);
+            let partitions = active.ctx.all_partitions().len();
+            super::timing::report_failover(&active.channel, brokers, started, partitions, round_trips);
         }
         Ok(())
     }

@@ -3,11 +3,11 @@
 //! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata / StopReplica to brokers.
 //!
 //! [`core`] is the pure core, `step(&mut ControllerContext, Input, now) -> Effects` (BrokerChange,
-//! IsrChangeNotification, TopicChange, PartitionModifications, topic deletion and every
-//! election so far), and `shell` the async loop part that
+//! IsrChangeNotification, TopicChange, PartitionModifications, topic deletion, failover and
+//! every election so far), and `shell` the async loop part that
 //! performs its effects and feeds results back.
 //! `handle` starts the controller and is its API to the broker ([`ControllerHandle`]);
-//! [`controller`] owns the event loop, election, failover and broker/topic changes;
+//! [`controller`] owns the event loop and the controller election;
 //! [`election_backoff`] spaces failed elections and recognises a deleted ZooKeeper tree;
 //! `event_manager` the event queue and the watches that feed it; `operations` the
 //! operator-facing work (controlled shutdown, leader elections, log-dir failures,

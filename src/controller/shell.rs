@@ -148,12 +148,6 @@ impl<S: ControllerStore> Controller<S> {
         send_all(active, announce::update_metadata(&active.ctx, partitions));
     }
 
-    /// LeaderAndIsr for `partitions` to each of their live replicas.
-    pub(super) fn send_leader_and_isr(&self, partitions: &[Key], is_new: bool) {
-        let Some(active) = &self.active else { return };
-        send_all(active, announce::leader_and_isr(&active.ctx, partitions, is_new));
-    }
-
     pub(super) fn send_leader_and_isr_to_inner(
         &self,
         active: &Active,

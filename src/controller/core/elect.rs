@@ -46,6 +46,8 @@ pub enum After {
     },
     /// onNewPartitionCreation's last part: the new replicas start.
     NewPartitions(Vec<Key>),
+    /// The failover's last part: deletions resume.
+    Failover,
 }
 
 impl Election {
@@ -290,5 +292,6 @@ fn finish(ctx: &mut ControllerContext, after: After, fx: &mut Effects) {
         After::Done => {}
         After::BrokerChange { all, started } => broker_change::finish(ctx, &all, &started, fx),
         After::NewPartitions(partitions) => super::topic_change::finish(ctx, &partitions),
+        After::Failover => super::failover::finish(ctx, fx),
     }
 }

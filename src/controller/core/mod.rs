@@ -13,7 +13,8 @@
 //! Event families moved here so far, one file each: [`broker_change`] (BrokerChange),
 //! [`isr_change`] (IsrChangeNotification), [`topic_change`] (TopicChange and Kafka's
 //! onNewPartitionCreation), [`partition_modifications`] (PartitionModifications),
-//! [`topic_deletion`] (TopicDeletion and StopReplica answers), and [`elect`], the election every family ends in
+//! [`topic_deletion`] (TopicDeletion and StopReplica answers), [`failover`]
+//! (onControllerFailover after stale notifications are gone), and [`elect`], the election every family ends in
 //! (decide on the cache, re-read, read unclean-election configs where only an unclean leader
 //! is left, decide again, write fenced, record, announce). The families still in the async
 //! shell enter the core through [`Event::Elect`] and [`Event::WriteDecided`]. [`announce`]
@@ -22,6 +23,7 @@
 pub mod announce;
 pub mod broker_change;
 pub mod elect;
+pub mod failover;
 pub mod isr_change;
 pub mod partition_modifications;
 #[cfg(test)]
@@ -75,6 +77,8 @@ pub enum Event {
         creates: Decided,
         updates: Decided,
     },
+    /// This broker became the controller: load the cluster (Kafka's onControllerFailover).
+    Failover,
     /// `/brokers/topics` changed (Kafka's TopicChange).
     TopicChange,
     /// Partitions just added to the context's assignment (CreatePartitions): Kafka's
@@ -225,6 +229,7 @@ pub enum Pending {
     TopicChange(topic_change::Waiting),
     Modifications(partition_modifications::Waiting),
     Deletion(topic_deletion::Waiting),
+    Failover(failover::Waiting),
 }
 
 /// Advances the core by one input: updates `ctx` and returns what to do.
@@ -239,6 +244,7 @@ pub fn step(ctx: &mut ControllerContext, input: Input, now: Instant) -> Effects 
         (Pending::TopicChange(w), input) => topic_change::resume(ctx, w, input, now, &mut fx),
         (Pending::Modifications(w), input) => partition_modifications::resume(ctx, w, input, &mut fx),
         (Pending::Deletion(w), input) => topic_deletion::resume(ctx, w, input, &mut fx),
+        (Pending::Failover(w), input) => failover::resume(ctx, w, input, now, &mut fx),
         (Pending::Idle, input) => tracing::warn!(?input, "controller core: input without a pending step"),
     }
     fx
@@ -257,6 +263,7 @@ fn start(ctx: &mut ControllerContext, event: Event, now: Instant, fx: &mut Effec
             let election = elect::Election::decided(since, elect::After::Done);
             elect::write(ctx, election, creates, updates, fx)
         }
+        Event::Failover => failover::start(ctx, fx),
         Event::TopicChange => topic_change::start(ctx, fx),
         Event::NewPartitions(partitions) => topic_change::new_partitions(ctx, partitions, fx),
         Event::PartitionModifications { topic } => partition_modifications::start(ctx, topic, fx),

@@ -1,6 +1,6 @@
 //! Per-event unit tests of the core's topic families, named after Kafka's controller events:
 //! TopicChange (with onNewPartitionCreation), PartitionModifications, TopicDeletion and the
-//! StopReplica answers that drive it. Given a context and an input, these effects (and this
+//! StopReplica answers that drive it, and the failover that resumes them. Given a context and an input, these effects (and this
 //! context after). No ZooKeeper, no tokio.
 
 use std::collections::BTreeMap;
@@ -382,4 +382,75 @@ fn topic_deletion_restarts_on_an_answer_a_replica_whose_broker_bounced() {
     answer(&mut ctx, 2, 21, &[(key("t", 0), 0)]);
     let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec!["t".into()]));
     assert_eq!(fx.zk, delete_write("t", &[0]));
+}
+
+/// onControllerFailover: everything is read (each topic watched before its assignment is read),
+/// the context initialized, every broker connected, watched and told the cluster, partitions
+/// with a state re-announced, the one without a state elected, and the queued deletion resumed.
+#[test]
+fn failover_loads_the_cluster_announces_elects_and_resumes_deletions() {
+    let mut ctx = ControllerContext {
+        controller: BrokerId(1),
+        epoch: 5,
+        inter_broker_listener: "PLAINTEXT".to_string(),
+        ..Default::default()
+    };
+    let fx = event(&mut ctx, Event::Failover);
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::LiveBrokers)));
+    let fx = read(&mut ctx, ReadResult::LiveBrokers(brokers(&[(1, 10), (2, 20), (3, 30)])));
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::TopicNames)));
+    assert!(fx.connect.is_empty(), "nothing acted on before everything is read");
+    let names = vec!["d".to_string(), "n".to_string(), "t".to_string()];
+    let fx = read(&mut ctx, ReadResult::TopicNames(names.clone()));
+    assert_eq!(fx.watch_topics, names);
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::TopicInfos(names))));
+    let infos = BTreeMap::from([
+        ("d".to_string(), info(&[(0, &[2, 3])])),
+        ("n".to_string(), info(&[(0, &[3, 1])])),
+        ("t".to_string(), info(&[(0, &[1, 2])])),
+    ]);
+    let fx = read(&mut ctx, ReadResult::TopicInfos(infos));
+    let all = vec![key("d", 0), key("n", 0), key("t", 0)];
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::Leaderships(all))));
+    let states = BTreeMap::from([
+        (key("d", 0), leadership(2, &[2, 3], 1, 1)),
+        (key("t", 0), leadership(1, &[1, 2], 1, 1)),
+    ]);
+    let fx = read(&mut ctx, ReadResult::Leaderships(states));
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::TopicsToDelete)));
+    let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec!["d".into(), "gone".into()]));
+    assert_eq!(fx.connect.len(), 3);
+    assert_eq!(fx.watch_brokers, ids(&[1, 2, 3]));
+    assert_eq!(
+        &sent(&fx)[..3],
+        &[(1, "UpdateMetadata"), (2, "UpdateMetadata"), (3, "UpdateMetadata")]
+    );
+    assert!(sent(&fx)[3..].iter().all(|(_, kind)| *kind == "LeaderAndIsr"));
+    assert!(ctx.is_queued_for_deletion("d") && !ctx.is_queued_for_deletion("gone"));
+    assert_eq!(ctx.partition_state(&key("t", 0)), PartitionState::Online);
+    // The election creates n-0's state (after re-reading it).
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::Leaderships(vec![key("n", 0)]))));
+    let fx = read(&mut ctx, ReadResult::Leaderships(BTreeMap::new()));
+    let (creates, _) = partition_write(&fx);
+    assert_eq!(
+        creates.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+        vec![key("n", 0)]
+    );
+    let fx = wrote(&mut ctx, WriteResult::PartitionStates { versions: vec![] });
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::TopicsToDelete)), "then deletions resume");
+    let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec!["d".into()]));
+    assert_eq!(stop_replicas(&fx), vec![2, 3]);
+    assert!(idle(&ctx));
+}
+
+#[test]
+fn failover_a_failed_read_ends_it_with_nothing_initialized() {
+    let mut ctx = context();
+    ctx.topics.clear();
+    event(&mut ctx, Event::Failover);
+    read(&mut ctx, ReadResult::LiveBrokers(brokers(&[(1, 10)])));
+    let fx = failed_op(&mut ctx);
+    assert!(fx.zk.is_none() && fx.send.is_empty() && fx.connect.is_empty());
+    assert!(idle(&ctx));
+    assert_eq!(ctx.live_brokers.len(), 3, "the context is not touched");
 }
