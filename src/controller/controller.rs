@@ -16,13 +16,11 @@ use super::error::ControllerError;
 use super::event_manager::{Event, EventQueue, ZNodeWatches};
 use super::handle::ControllerConfig;
 use super::model::LeaderAndIsr;
-use super::partition_state::PartitionState;
-use super::requests::{self, ControllerContext};
-use super::state_changes;
+use super::requests::ControllerContext;
 use super::stats;
 use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
-use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
+use crate::types::{ControllerEpoch, ZkVersion};
 use crate::zk::paths;
 
 /// The answer to a ControlledShutdown: partitions the broker still leads, or why not.
@@ -75,10 +73,10 @@ impl<S: ControllerStore> Controller<S> {
             }
             Event::BrokerChange => match self.on_broker_change().await {
                 // A returning replica may unblock a deletion.
-                Ok(()) => self.on_topic_deletion(true).await,
+                Ok(()) => self.run_core(core::Event::TopicDeletion { start: true }).await,
                 Err(e) => Err(e),
             },
-            Event::TopicDeletion => self.on_topic_deletion(true).await,
+            Event::TopicDeletion => self.run_core(core::Event::TopicDeletion { start: true }).await,
             Event::ElectLeaders {
                 partitions,
                 unclean,
@@ -98,7 +96,9 @@ impl<S: ControllerStore> Controller<S> {
             Event::LogDirEventNotification => self.on_log_dir_event().await,
             Event::IsrChangeNotification => self.on_isr_change_notification().await,
             Event::BrokerModifications { broker } => self.on_broker_modifications(broker).await,
-            Event::PartitionModifications { topic } => self.on_partition_modifications(&topic).await,
+            Event::PartitionModifications { topic } => {
+                self.run_core(core::Event::PartitionModifications { topic }).await
+            }
             Event::CreatePartitions {
                 topic,
                 count,
@@ -127,8 +127,13 @@ impl<S: ControllerStore> Controller<S> {
                 broker_epoch,
                 results,
             } => {
-                self.on_replicas_deleted(controller_epoch, broker, broker_epoch, &results)
-                    .await
+                self.run_core(core::Event::StopReplicaResponse {
+                    controller_epoch,
+                    broker,
+                    broker_epoch,
+                    results,
+                })
+                .await
             }
             Event::ControlledShutdown {
                 broker,
@@ -151,7 +156,7 @@ impl<S: ControllerStore> Controller<S> {
                     }
                 }
             }
-            Event::TopicChange => self.on_topic_change().await,
+            Event::TopicChange => self.run_core(core::Event::TopicChange).await,
         };
         match result {
             Ok(()) => {}
@@ -233,66 +238,18 @@ impl<S: ControllerStore> Controller<S> {
     }
 
     /// Loads the cluster from ZooKeeper, tells every broker, and elects what needs a leader
-    /// (Kafka's onControllerFailover).
+    /// (Kafka's onControllerFailover, in the core: [`core::failover`]).
     async fn on_failover(&mut self) -> Result<(), ControllerZkError> {
         let (started, zk_before) = (Instant::now(), self.zk.requests());
         // The full read below covers whatever they announced, and every replica gets
         // LeaderAndIsr (a replica in a failed log dir answers KAFKA_STORAGE_ERROR to it).
         self.delete_stale_notifications().await?;
-        let brokers = zk_ops::live_brokers(&self.zk).await?;
-        let names = zk_ops::topic_names(&self.zk).await?;
-        // Watch before reading, so an edit in between is not missed.
-        self.watch_topics(&names).await;
-        let topics = zk_ops::topic_infos(&self.zk, &names).await?;
-        let partitions: Vec<(String, i32)> = topics
-            .iter()
-            .flat_map(|(t, i)| i.assignment.keys().map(move |p| (t.clone(), *p)))
-            .collect();
-        let leaderships = zk_ops::leaderships(&self.zk, &partitions).await?;
-        // Deletions queued before this controller took over: no elections for them.
-        let doomed = zk_ops::topics_to_delete(&self.zk).await?;
-        let listener = self.config.inter_broker_listener.clone();
-        let me = self.config.broker_id;
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        active.ctx.topics_to_delete = doomed.into_iter().filter(|t| topics.contains_key(t)).collect();
-        active.ctx.topics = topics;
-        active.ctx.leaderships = leaderships;
-        for (id, b) in &brokers {
-            if let Some(addr) = requests::broker_address(b, &listener) {
-                active.channel.add_broker(*id, addr, me);
-            }
-        }
-        let ids: Vec<BrokerId> = brokers.keys().copied().collect();
-        active.ctx.live_brokers = brokers;
-        active.ctx.initialize_partition_states();
-        active.ctx.initialize_replica_states();
-        self.watch_brokers(&ids).await;
-        // Every broker learns the cluster first, then leaders are (re)announced and elected.
-        let all = match self.active.as_ref() {
-            Some(active) => active.ctx.all_partitions(),
-            None => return Ok(()),
-        };
-        self.send_update_metadata(&all);
-        // Kafka's replica state machine start-up: LeaderAndIsr for every partition with a
-        // state, to each of its live replicas.
-        let with_state: Vec<(String, i32)> = match self.active.as_ref() {
-            Some(active) => all
-                .iter()
-                .filter(|k| active.ctx.leaderships.contains_key(*k))
-                .cloned()
-                .collect(),
-            None => return Ok(()),
-        };
-        self.send_leader_and_isr(&with_state, false);
-        self.elect_partitions(&all).await?;
-        // Resume deletions queued before this controller took over.
-        self.on_topic_deletion(true).await?;
+        self.run_core(core::Event::Failover).await?;
         if let Some(active) = self.active.as_ref() {
             let brokers = active.ctx.live_brokers.keys().copied();
             let round_trips = self.zk.requests() - zk_before;
-            super::timing::report_failover(&active.channel, brokers, started, all.len(), round_trips);
+            let partitions = active.ctx.all_partitions().len();
+            super::timing::report_failover(&active.channel, brokers, started, partitions, round_trips);
         }
         Ok(())
     }
@@ -302,65 +259,10 @@ impl<S: ControllerStore> Controller<S> {
         self.run_core(core::Event::BrokerChange).await
     }
 
-    async fn on_topic_change(&mut self) -> Result<(), ControllerZkError> {
-        let Some(active) = self.active.as_ref() else {
-            return Ok(());
-        };
-        let names = zk_ops::topic_names(&self.zk).await?;
-        let new: Vec<String> = names
-            .into_iter()
-            .filter(|t| !active.ctx.topics.contains_key(t))
-            .collect();
-        if new.is_empty() {
-            return Ok(());
-        }
-        self.watch_topics(&new).await;
-        let infos = zk_ops::topic_infos(&self.zk, &new).await?;
-        let partitions: Vec<(String, i32)> = infos
-            .iter()
-            .flat_map(|(t, i)| i.assignment.keys().map(move |p| (t.clone(), *p)))
-            .collect();
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        active.ctx.topics.extend(infos);
-        tracing::info!(topics = ?new, partitions = partitions.len(), "new topics");
-        self.on_new_partitions(&partitions).await
-    }
-
-    /// Kafka's onNewPartitionCreation for partitions just added to the context's assignment.
-    /// Normally they have no state yet; one written by hand (or left by an earlier controller)
-    /// is taken as it is and announced. The rest get leaders from their live replicas.
+    /// Kafka's onNewPartitionCreation for partitions just added to the context's assignment,
+    /// in the core ([`core::topic_change::new_partitions`]).
     pub(super) async fn on_new_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        // A partition that already exists is refused here, so it is not created twice.
-        let partitions = active.ctx.change_states(partitions, PartitionState::New);
-        active.ctx.create_replicas(&partitions);
-        // One listing per topic, then reads only where a partition znode exists.
-        let existing = zk_ops::existing_leaderships(&self.zk, &partitions).await?;
-        let Some(active) = self.active.as_mut() else {
-            return Ok(());
-        };
-        let mut announced = Vec::new();
-        for (key, l) in existing {
-            let online = active.ctx.replica_online(&key, l.leader);
-            if online {
-                announced.push(key.clone());
-            }
-            active.ctx.leaderships.insert(key.clone(), l);
-            active
-                .ctx
-                .change_states(std::slice::from_ref(&key), state_changes::state_for(online));
-        }
-        self.send_leader_and_isr(&announced, true);
-        self.send_update_metadata(&announced);
-        self.elect_partitions(&partitions).await?;
-        if let Some(active) = self.active.as_mut() {
-            active.ctx.start_new_replicas(&partitions);
-        }
-        Ok(())
+        self.run_core(core::Event::NewPartitions(partitions.to_vec())).await
     }
 
     /// Elects every partition in `partitions` that needs a change (new, leaderless, or with a

@@ -3,15 +3,16 @@
 //! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata / StopReplica to brokers.
 //!
 //! [`core`] is the pure core, `step(&mut ControllerContext, Input, now) -> Effects` (BrokerChange,
-//! IsrChangeNotification and every election so far), and `shell` the async loop part that
+//! IsrChangeNotification, TopicChange, PartitionModifications, topic deletion, failover and
+//! every election so far), and `shell` the async loop part that
 //! performs its effects and feeds results back.
 //! `handle` starts the controller and is its API to the broker ([`ControllerHandle`]);
-//! [`controller`] owns the event loop, election, failover and broker/topic changes;
+//! [`controller`] owns the event loop and the controller election;
 //! [`election_backoff`] spaces failed elections and recognises a deleted ZooKeeper tree;
 //! `event_manager` the event queue and the watches that feed it; `operations` the
 //! operator-facing work (controlled shutdown, leader elections, log-dir failures,
-//! CreatePartitions), whose refusals are [`error::ControllerError`]; `topic_deletion` deleting topics; `modifications` in-place edits of topic
-//! and broker znodes; `notifications` ISR-change notifications and stale notifications at
+//! CreatePartitions), whose refusals are [`error::ControllerError`]; `modifications` the topic and
+//! broker znode watches and in-place edits of broker znodes; `notifications` ISR-change notifications and stale notifications at
 //! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O, on any [`store::ControllerStore`],
 //! whose writes [`retry`] carries across connection loss (idempotently, within the session)
 //! (the real session or `FakeZk`, on which `loop_tests` runs the loop); [`channel`] one sender per
@@ -50,7 +51,6 @@ pub mod state_changes;
 pub mod stats;
 pub mod store;
 mod timing;
-mod topic_deletion;
 pub mod zk_ops;
 
 pub use error::ControllerError;

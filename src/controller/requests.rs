@@ -33,6 +33,10 @@ pub struct ControllerContext {
     pub replica_states: super::replica_state::ReplicaStates,
     /// Known topics queued in `/admin/delete_topics` (Kafka's `topicsToBeDeleted`).
     pub topics_to_delete: std::collections::BTreeSet<String>,
+    /// Queued topics a replica failed to delete (an error answer): Kafka's
+    /// `topicsIneligibleForDeletion`. StopReplica answers do not restart them; the next
+    /// deletion request, broker change or failover does.
+    pub topics_ineligible_for_deletion: std::collections::BTreeSet<String>,
     /// The listener brokers are reached and announced on (`inter.broker.listener.name`).
     pub inter_broker_listener: String,
     /// The static `unclean.leader.election.enable` (topic and dynamic values are read live).

@@ -61,6 +61,14 @@ impl<S: ControllerStore> Controller<S> {
         if !fx.watch_brokers.is_empty() {
             self.watch_brokers(&fx.watch_brokers).await;
         }
+        if !fx.watch_topics.is_empty() {
+            self.watch_topics(&fx.watch_topics).await;
+        }
+        if let Some(active) = self.active.as_mut() {
+            for topic in &fx.unwatch_topics {
+                active.watches.unwatch(&crate::zk::paths::topic(topic));
+            }
+        }
         let active = self.active.as_ref()?;
         for (broker, request) in fx.send {
             active.channel.send(broker, request);
@@ -94,6 +102,16 @@ impl<S: ControllerStore> Controller<S> {
             ZkOp::Read(Read::NotificationPayloads { parent, names }) => Input::Read(ReadResult::NotificationPayloads(
                 zk_ops::notification_payloads(zk, parent, &names).await?,
             )),
+            ZkOp::Read(Read::TopicNames) => Input::Read(ReadResult::TopicNames(zk_ops::topic_names(zk).await?)),
+            ZkOp::Read(Read::TopicInfos(topics)) => {
+                Input::Read(ReadResult::TopicInfos(zk_ops::topic_infos(zk, &topics).await?))
+            }
+            ZkOp::Read(Read::ExistingLeaderships(keys)) => {
+                Input::Read(ReadResult::Leaderships(zk_ops::existing_leaderships(zk, &keys).await?))
+            }
+            ZkOp::Read(Read::TopicsToDelete) => {
+                Input::Read(ReadResult::TopicsToDelete(zk_ops::topics_to_delete(zk).await?))
+            }
             ZkOp::Write(write) => Input::Wrote(self.write(write).await?),
         })
     }
@@ -113,6 +131,14 @@ impl<S: ControllerStore> Controller<S> {
                 zk_ops::delete_notifications(&self.zk, version, parent, &names).await?;
                 Ok(WriteResult::NotificationsDeleted)
             }
+            Write::DeleteTopic { topic, partitions } => {
+                zk_ops::delete_topic_znodes(&self.zk, version, &topic, &partitions).await?;
+                Ok(WriteResult::TopicDeleted)
+            }
+            Write::Assignment { topic, assignment } => {
+                zk_ops::write_assignment(&self.zk, version, &topic, &assignment).await?;
+                Ok(WriteResult::AssignmentWritten)
+            }
         }
     }
 
@@ -120,12 +146,6 @@ impl<S: ControllerStore> Controller<S> {
     pub(super) fn send_update_metadata(&self, partitions: &[Key]) {
         let Some(active) = &self.active else { return };
         send_all(active, announce::update_metadata(&active.ctx, partitions));
-    }
-
-    /// LeaderAndIsr for `partitions` to each of their live replicas.
-    pub(super) fn send_leader_and_isr(&self, partitions: &[Key], is_new: bool) {
-        let Some(active) = &self.active else { return };
-        send_all(active, announce::leader_and_isr(&active.ctx, partitions, is_new));
     }
 
     pub(super) fn send_leader_and_isr_to_inner(

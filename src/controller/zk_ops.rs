@@ -531,11 +531,6 @@ pub async fn write_assignment<S: ZkStore>(
     fenced(zk, epoch_version, vec![op]).await.map(|_| ())
 }
 
-/// Whether `/admin/delete_topics/<t>` exists.
-pub async fn is_queued_for_deletion<S: ZkStore>(zk: &S, topic: &str) -> Result<bool, ControllerZkError> {
-    Ok(zk.exists(&paths::delete_topic(topic)).await?.is_some())
-}
-
 /// The children of a notification parent (`/isr_change_notification`,
 /// `/log_dir_event_notification`); none if the parent does not exist.
 pub async fn notification_names<S: ZkStore>(zk: &S, parent: &str) -> Result<Vec<String>, ControllerZkError> {

@@ -44,6 +44,10 @@ pub enum After {
         all: Vec<Key>,
         started: Vec<BrokerId>,
     },
+    /// onNewPartitionCreation's last part: the new replicas start.
+    NewPartitions(Vec<Key>),
+    /// The failover's last part: deletions resume.
+    Failover,
 }
 
 impl Election {
@@ -287,5 +291,7 @@ fn finish(ctx: &mut ControllerContext, after: After, fx: &mut Effects) {
     match after {
         After::Done => {}
         After::BrokerChange { all, started } => broker_change::finish(ctx, &all, &started, fx),
+        After::NewPartitions(partitions) => super::topic_change::finish(ctx, &partitions),
+        After::Failover => super::failover::finish(ctx, fx),
     }
 }

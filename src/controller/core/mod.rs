@@ -11,7 +11,10 @@
 //! operation, in the order [`Effects`] lists its fields.
 //!
 //! Event families moved here so far, one file each: [`broker_change`] (BrokerChange),
-//! [`isr_change`] (IsrChangeNotification), and [`elect`], the election every family ends in
+//! [`isr_change`] (IsrChangeNotification), [`topic_change`] (TopicChange and Kafka's
+//! onNewPartitionCreation), [`partition_modifications`] (PartitionModifications),
+//! [`topic_deletion`] (TopicDeletion and StopReplica answers), [`failover`]
+//! (onControllerFailover after stale notifications are gone), and [`elect`], the election every family ends in
 //! (decide on the cache, re-read, read unclean-election configs where only an unclean leader
 //! is left, decide again, write fenced, record, announce). The families still in the async
 //! shell enter the core through [`Event::Elect`] and [`Event::WriteDecided`]. [`announce`]
@@ -20,15 +23,21 @@
 pub mod announce;
 pub mod broker_change;
 pub mod elect;
+pub mod failover;
 pub mod isr_change;
+pub mod partition_modifications;
 #[cfg(test)]
 mod tests;
+pub mod topic_change;
+pub mod topic_deletion;
+#[cfg(test)]
+mod topic_tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use super::channel::ControlRequest;
-use super::model::{LeaderAndIsr, RegisteredBroker};
+use super::model::{LeaderAndIsr, RegisteredBroker, TopicInfo};
 use super::requests::ControllerContext;
 use crate::types::BrokerId;
 
@@ -68,6 +77,27 @@ pub enum Event {
         creates: Decided,
         updates: Decided,
     },
+    /// This broker became the controller: load the cluster (Kafka's onControllerFailover).
+    Failover,
+    /// `/brokers/topics` changed (Kafka's TopicChange).
+    TopicChange,
+    /// Partitions just added to the context's assignment (CreatePartitions): Kafka's
+    /// onNewPartitionCreation.
+    NewPartitions(Vec<Key>),
+    /// `/brokers/topics/<topic>` changed (Kafka's PartitionModifications).
+    PartitionModifications { topic: String },
+    /// `/admin/delete_topics` changed, or something that may unblock a deletion happened
+    /// (Kafka's TopicDeletion / resumeDeletions); `start` (re)starts deletions with nothing
+    /// outstanding.
+    TopicDeletion { start: bool },
+    /// A broker answered StopReplica(delete) sent in `controller_epoch` to its incarnation
+    /// `broker_epoch`: each partition's error code (Kafka's TopicDeletionStopReplicaResponseReceived).
+    StopReplicaResponse {
+        controller_epoch: i32,
+        broker: BrokerId,
+        broker_epoch: i64,
+        results: Vec<(Key, i16)>,
+    },
 }
 
 /// A ZooKeeper operation to perform; its result comes back as the next input.
@@ -95,6 +125,15 @@ pub enum Read {
     NotificationNames(&'static str),
     /// Those notifications' payloads: [`ReadResult::NotificationPayloads`].
     NotificationPayloads { parent: &'static str, names: Vec<String> },
+    /// The children of `/brokers/topics`: [`ReadResult::TopicNames`].
+    TopicNames,
+    /// These topics' `/brokers/topics/<t>` (absent ones left out): [`ReadResult::TopicInfos`].
+    TopicInfos(Vec<String>),
+    /// The state znodes of these partitions where one exists, listing each topic's partitions
+    /// first: [`ReadResult::Leaderships`].
+    ExistingLeaderships(Vec<Key>),
+    /// The children of `/admin/delete_topics`: [`ReadResult::TopicsToDelete`].
+    TopicsToDelete,
 }
 
 /// Fenced writes the core asks for.
@@ -105,6 +144,16 @@ pub enum Write {
     PartitionStates { creates: Decided, updates: Decided },
     /// Delete these notifications (ones already gone count as deleted).
     DeleteNotifications { parent: &'static str, names: Vec<String> },
+    /// Delete a topic's znodes that exist (these partitions' state and partition znodes, its
+    /// partitions, topic and config znodes, its `/admin/delete_topics` marker):
+    /// [`WriteResult::TopicDeleted`].
+    DeleteTopic { topic: String, partitions: Vec<i32> },
+    /// Rewrite `/brokers/topics/<topic>`'s assignment (conditional on the version read):
+    /// [`WriteResult::AssignmentWritten`].
+    Assignment {
+        topic: String,
+        assignment: BTreeMap<i32, Vec<BrokerId>>,
+    },
 }
 
 /// What a read found.
@@ -120,6 +169,9 @@ pub enum ReadResult {
     },
     NotificationNames(Vec<String>),
     NotificationPayloads(Vec<(String, Vec<u8>)>),
+    TopicNames(Vec<String>),
+    TopicInfos(BTreeMap<String, TopicInfo>),
+    TopicsToDelete(Vec<String>),
 }
 
 /// What a write did.
@@ -130,6 +182,8 @@ pub enum WriteResult {
         versions: Vec<i32>,
     },
     NotificationsDeleted,
+    TopicDeleted,
+    AssignmentWritten,
 }
 
 /// Metrics to record.
@@ -152,6 +206,10 @@ pub struct Effects {
     pub unwatch_brokers: Vec<BrokerId>,
     /// Watch these brokers' znodes (BrokerModifications).
     pub watch_brokers: Vec<BrokerId>,
+    /// Watch these topics' znodes (PartitionModifications).
+    pub watch_topics: Vec<String>,
+    /// Stop watching these topics' znodes (deleted).
+    pub unwatch_topics: Vec<String>,
     /// Requests to send, per broker, in order.
     pub send: Vec<(BrokerId, ControlRequest)>,
     pub metrics: Vec<Metric>,
@@ -168,6 +226,10 @@ pub enum Pending {
     BrokerChange(broker_change::Waiting),
     Elect(elect::Election),
     Isr(isr_change::Waiting),
+    TopicChange(topic_change::Waiting),
+    Modifications(partition_modifications::Waiting),
+    Deletion(topic_deletion::Waiting),
+    Failover(failover::Waiting),
 }
 
 /// Advances the core by one input: updates `ctx` and returns what to do.
@@ -179,6 +241,10 @@ pub fn step(ctx: &mut ControllerContext, input: Input, now: Instant) -> Effects 
         (Pending::BrokerChange(w), input) => broker_change::resume(ctx, w, input, now, &mut fx),
         (Pending::Elect(e), input) => elect::resume(ctx, e, input, now, &mut fx),
         (Pending::Isr(w), input) => isr_change::resume(ctx, w, input, &mut fx),
+        (Pending::TopicChange(w), input) => topic_change::resume(ctx, w, input, now, &mut fx),
+        (Pending::Modifications(w), input) => partition_modifications::resume(ctx, w, input, &mut fx),
+        (Pending::Deletion(w), input) => topic_deletion::resume(ctx, w, input, &mut fx),
+        (Pending::Failover(w), input) => failover::resume(ctx, w, input, now, &mut fx),
         (Pending::Idle, input) => tracing::warn!(?input, "controller core: input without a pending step"),
     }
     fx
@@ -197,6 +263,17 @@ fn start(ctx: &mut ControllerContext, event: Event, now: Instant, fx: &mut Effec
             let election = elect::Election::decided(since, elect::After::Done);
             elect::write(ctx, election, creates, updates, fx)
         }
+        Event::Failover => failover::start(ctx, fx),
+        Event::TopicChange => topic_change::start(ctx, fx),
+        Event::NewPartitions(partitions) => topic_change::new_partitions(ctx, partitions, fx),
+        Event::PartitionModifications { topic } => partition_modifications::start(ctx, topic, fx),
+        Event::TopicDeletion { start } => topic_deletion::start(ctx, start, fx),
+        Event::StopReplicaResponse {
+            controller_epoch,
+            broker,
+            broker_epoch,
+            results,
+        } => topic_deletion::answered(ctx, controller_epoch, broker, broker_epoch, &results, fx),
     }
 }
 

@@ -12,15 +12,15 @@ use crate::controller::partition_state::PartitionState;
 use crate::zk::models::BrokerRegistration;
 use crate::zk::paths;
 
-fn ids(v: &[i32]) -> Vec<BrokerId> {
+pub(super) fn ids(v: &[i32]) -> Vec<BrokerId> {
     v.iter().map(|i| BrokerId(*i)).collect()
 }
 
-fn key(t: &str, p: i32) -> Key {
+pub(super) fn key(t: &str, p: i32) -> Key {
     (t.to_string(), p)
 }
 
-fn broker(id: i32, epoch: i64) -> RegisteredBroker {
+pub(super) fn broker(id: i32, epoch: i64) -> RegisteredBroker {
     RegisteredBroker {
         id: BrokerId(id),
         registration: BrokerRegistration {
@@ -38,11 +38,11 @@ fn broker(id: i32, epoch: i64) -> RegisteredBroker {
     }
 }
 
-fn brokers(v: &[(i32, i64)]) -> BTreeMap<BrokerId, RegisteredBroker> {
+pub(super) fn brokers(v: &[(i32, i64)]) -> BTreeMap<BrokerId, RegisteredBroker> {
     v.iter().map(|(id, e)| (BrokerId(*id), broker(*id, *e))).collect()
 }
 
-fn leadership(leader: i32, isr: &[i32], leader_epoch: i32, zk_version: i32) -> LeaderAndIsr {
+pub(super) fn leadership(leader: i32, isr: &[i32], leader_epoch: i32, zk_version: i32) -> LeaderAndIsr {
     LeaderAndIsr {
         leader: Some(BrokerId(leader)),
         leader_epoch,
@@ -54,7 +54,7 @@ fn leadership(leader: i32, isr: &[i32], leader_epoch: i32, zk_version: i32) -> L
 }
 
 /// Controller 1 of epoch 5; brokers 1-3 live; topic `t`, partition 0 on [1, 2, 3] led by 1.
-fn context() -> ControllerContext {
+pub(super) fn context() -> ControllerContext {
     let mut ctx = ControllerContext {
         controller: BrokerId(1),
         epoch: 5,
@@ -76,7 +76,7 @@ fn context() -> ControllerContext {
 }
 
 /// (broker, request kind) of every request sent, in order.
-fn sent(fx: &Effects) -> Vec<(i32, &'static str)> {
+pub(super) fn sent(fx: &Effects) -> Vec<(i32, &'static str)> {
     fx.send
         .iter()
         .map(|(b, r)| {
@@ -90,24 +90,24 @@ fn sent(fx: &Effects) -> Vec<(i32, &'static str)> {
         .collect()
 }
 
-fn idle(ctx: &ControllerContext) -> bool {
+pub(super) fn idle(ctx: &ControllerContext) -> bool {
     matches!(ctx.pending, Pending::Idle)
 }
 
-fn event(ctx: &mut ControllerContext, e: Event) -> Effects {
+pub(super) fn event(ctx: &mut ControllerContext, e: Event) -> Effects {
     step(ctx, Input::Event(e), Instant::now())
 }
 
-fn read(ctx: &mut ControllerContext, r: ReadResult) -> Effects {
+pub(super) fn read(ctx: &mut ControllerContext, r: ReadResult) -> Effects {
     step(ctx, Input::Read(r), Instant::now())
 }
 
-fn wrote(ctx: &mut ControllerContext, w: WriteResult) -> Effects {
+pub(super) fn wrote(ctx: &mut ControllerContext, w: WriteResult) -> Effects {
     step(ctx, Input::Wrote(w), Instant::now())
 }
 
 /// The partition-state write a step asks for: (creates, updates).
-fn partition_write(fx: &Effects) -> (Decided, Decided) {
+pub(super) fn partition_write(fx: &Effects) -> (Decided, Decided) {
     match &fx.zk {
         Some(ZkOp::Write(Write::PartitionStates { creates, updates })) => (creates.clone(), updates.clone()),
         other => panic!("expected a partition state write, got {other:?}"),

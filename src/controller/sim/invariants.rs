@@ -7,6 +7,7 @@ use super::super::model::LeaderAndIsr;
 use super::world::World;
 use crate::types::{BrokerId, ZkVersion};
 use crate::zk::fake::Write;
+use crate::zk::models::{TopicAssignment, ZNodePayload};
 use crate::zk::paths;
 use crate::zk::store::ZkStore;
 
@@ -18,6 +19,8 @@ pub struct Checker {
     writers: BTreeMap<i32, BTreeSet<BrokerId>>,
     /// Each state znode's last contents.
     states: BTreeMap<String, LeaderAndIsr>,
+    /// Each topic's last assignment written to `/brokers/topics/<t>`.
+    assignments: BTreeMap<String, BTreeMap<i32, Vec<BrokerId>>>,
     /// Unclean elections seen.
     pub unclean: usize,
     /// Writes seen (for quiescence).
@@ -50,6 +53,7 @@ impl Checker {
             };
             world.log(format!("zk write s{} {} {data}", w.session, w.path));
             let owner = world.session_owner.get(&w.session).copied();
+            self.check_deletion(&w, admin, &world.deleted)?;
             self.check(&w, admin, owner, world.unclean)?;
         }
         Ok(())
@@ -117,6 +121,48 @@ impl Checker {
             }
         }
         self.states.insert(w.path.clone(), l);
+        Ok(())
+    }
+
+    /// A controller deletes a partition's state znode (completing a topic deletion) only once
+    /// every replica of the partition confirmed its StopReplica(delete).
+    fn check_deletion(
+        &mut self,
+        w: &Write,
+        admin: i64,
+        deleted: &BTreeSet<(String, i32, BrokerId)>,
+    ) -> Result<(), String> {
+        let Some(rest) = w.path.strip_prefix("/brokers/topics/") else {
+            return Ok(());
+        };
+        let parts: Vec<&str> = rest.split('/').collect();
+        match (parts.as_slice(), &w.data) {
+            ([topic], Some(data)) => {
+                if let Ok(a) = TopicAssignment::decode(data) {
+                    let assignment = a
+                        .partitions
+                        .iter()
+                        .filter_map(|(p, r)| Some((p.parse().ok()?, r.clone())));
+                    self.assignments.insert(topic.to_string(), assignment.collect());
+                }
+            }
+            ([topic, "partitions", p, "state"], None) if w.session != admin => {
+                let p: i32 = p.parse().unwrap_or(-1);
+                let replicas = self.assignments.get(*topic).and_then(|a| a.get(&p)).cloned();
+                let unconfirmed: Vec<BrokerId> = replicas
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|b| !deleted.contains(&(topic.to_string(), p, *b)))
+                    .collect();
+                if !unconfirmed.is_empty() {
+                    return Err(format!(
+                        "{}: deleted before replicas {unconfirmed:?} confirmed their StopReplica(delete)",
+                        w.path
+                    ));
+                }
+            }
+            _ => {}
+        }
         Ok(())
     }
 

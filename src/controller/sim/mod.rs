@@ -13,12 +13,15 @@
 //! preferred elections, and topic creation, deletion and partition addition racing with all of
 //! them. [`invariants::Checker`] checks ZooKeeper's write log after every step (one
 //! controller's writes per epoch, epochs never backwards, leader in a non-empty ISR, no
-//! unclean election unless allowed, no illegal partition state change) and, once everything is
-//! healed and quiet, liveness (one controller, every partition led, deletions done).
+//! unclean election unless allowed, no illegal partition state change, a partition's state
+//! znode deleted only once every replica confirmed its StopReplica(delete)) and, once
+//! everything is healed and quiet, liveness (one controller, every partition led, and every
+//! deletion done: deletion completes once all replicas are reachable).
 //!
 //! `cargo test --lib controller::sim` runs [`FIXED_SEEDS`]; `scripts/simulate --seeds N
 //! [--seed S]` runs more (the ignored `explore` test, reading `KASTLE_SIM_SEEDS` and
-//! `KASTLE_SIM_SEED`). A failing seed prints itself, the violation and the trace of the
+//! `KASTLE_SIM_SEED`; `KASTLE_SIM_LOG=kastle::controller=debug` adds the controllers' logs).
+//! A failing seed prints itself, the violation and the trace of the
 //! shortest failing prefix of its schedule.
 
 mod invariants;
@@ -237,6 +240,12 @@ mod tests {
     #[test]
     #[ignore]
     fn explore() {
+        if std::env::var("KASTLE_SIM_LOG").is_ok() {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::from_env("KASTLE_SIM_LOG"))
+                .with_test_writer()
+                .try_init();
+        }
         let var = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
         let (first, count) = (var("KASTLE_SIM_SEED", 0), var("KASTLE_SIM_SEEDS", 1));
         if var("KASTLE_SIM_SURVEY", 0) == 1 {

@@ -17,7 +17,8 @@ use crate::types::{BrokerId, ZkVersion};
 use crate::zk::fake::FakeZk;
 use crate::zk::kafka_zk_client::KafkaZkClient;
 use crate::zk::models::{
-    AdvertisedEndpoint, BrokerRegistration, ControllerZNode, IsrChangeNotification, TopicPartitionRef, ZNodePayload,
+    AdvertisedEndpoint, BrokerRegistration, ControllerZNode, IsrChangeNotification, TopicAssignment, TopicPartitionRef,
+    ZNodePayload,
 };
 use crate::zk::paths;
 use crate::zk::store::{CreateMode, ZkStore};
@@ -51,6 +52,8 @@ pub struct World {
     next_topic: u32,
     /// The broker each ZooKeeper session belongs to (a restart opens a new one).
     pub session_owner: BTreeMap<i64, BrokerId>,
+    /// Replicas (topic, partition, broker) whose broker answered a StopReplica(delete).
+    pub deleted: BTreeSet<(String, i32, BrokerId)>,
 }
 
 fn config(id: BrokerId, unclean: bool) -> ControllerConfig {
@@ -96,6 +99,7 @@ impl World {
             unclean,
             next_topic: 0,
             session_owner: BTreeMap::new(),
+            deleted: BTreeSet::new(),
         };
         for i in 1..=brokers as i32 {
             let id = BrokerId(i);
@@ -146,6 +150,10 @@ impl World {
         }
         if let Some(answer) = answer(&sent, &b.failed) {
             self.log(format!("answer {} {answer:?}", sent.broker));
+            if let Answer::ReplicasDeleted { results, .. } = &answer {
+                let ok = results.iter().filter(|(_, code)| *code == 0);
+                self.deleted.extend(ok.map(|((t, p), _)| (t.clone(), *p, sent.broker)));
+            }
             sent.answer(answer.clone());
             if twice {
                 sent.answer(answer);
@@ -296,12 +304,35 @@ impl World {
             return;
         };
         let lists: Vec<Vec<BrokerId>> = vec![self.replicas()];
+        if self.rng.chance(50) {
+            return self.add_partition_by_hand(&t, count as i32, lists[0].clone()).await;
+        }
         let i = self.rng.below(self.brokers.len());
         let handle = self.brokers[i].controller.clone();
         self.log(format!("add partition {t}-{count} {lists:?} via broker {}", i + 1));
         tokio::spawn(async move {
             let _ = handle.create_partitions(t, count as i32 + 1, Some(lists), false).await;
         });
+    }
+
+    /// An operator's tool adds a partition to `/brokers/topics/<t>` itself (conditional on the
+    /// version read): the controller's PartitionModifications creates it, or undoes the edit
+    /// while the topic is being deleted.
+    async fn add_partition_by_hand(&mut self, t: &str, partition: i32, replicas: Vec<BrokerId>) {
+        let path = paths::topic(t);
+        let Ok((data, stat)) = self.admin.get_data(&path).await else {
+            return;
+        };
+        let Ok(mut a) = TopicAssignment::decode(&data) else {
+            return;
+        };
+        a.partitions.insert(partition.to_string(), replicas.clone());
+        let ok = self
+            .admin
+            .set_data(&path, &a.encode(), Some(stat.version))
+            .await
+            .is_ok();
+        self.log(format!("add partition {t}-{partition} {replicas:?} by hand ok={ok}"));
     }
 
     pub async fn elect_preferred(&mut self) {
