@@ -11,6 +11,7 @@
 
 pub mod cluster;
 pub mod docker;
+pub mod faults;
 pub mod groups;
 pub mod inter_broker;
 pub mod netns;
@@ -19,6 +20,7 @@ pub mod process;
 pub mod reliability;
 pub mod replicas;
 pub mod sasl;
+pub mod soak;
 pub mod wire;
 pub mod zookeeper;
 
