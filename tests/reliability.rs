@@ -9,108 +9,22 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::cluster::{cluster_ready, controller_epoch, controller_of};
+use common::cluster::controller_epoch;
+use common::faults::{
+    a_follower, dirs, disrupt, loopback, metrics_of, netns_cluster, registered, victim, Fault, NetCluster, Target, SAFE,
+};
 use common::netns::Lab;
 use common::reliability::{check, finish, table, Ack, Case, CaseReport, Read, Workload, HEADER};
-use common::replicas::{bootstrap, create_topic, isr, leader, spec, SESSION_MS};
-use common::zookeeper::free_port;
-use common::{unique_chroot, wait_until, BrokerProcess, BrokerSpec, ZooKeeperServer};
-use kastle::zk::store::ZkStore;
-use kastle::zk::ZkSession;
+use common::replicas::{bootstrap, create_topic, isr, leader};
+use common::{unique_chroot, wait_until};
 
 /// One case at a time: each runs three brokers, a ZooKeeper and the clients on two cores.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// The safe setup: RF 3 (each topic's replicas), min ISR 2, unclean election off (the default).
-const SAFE: [(&str, &str); 2] = [("min.insync.replicas", "2"), ("replica.lag.time.max.ms", "3000")];
-
 /// Records per second of the workload.
 const RATE: u32 = 300;
-
-fn dirs(brokers: &[BrokerProcess]) -> Vec<PathBuf> {
-    brokers.iter().map(|b| b.log_dir.clone()).collect()
-}
-
-/// The `metrics.listener` addresses of `specs`.
-fn metrics_of(specs: &[BrokerSpec]) -> Vec<String> {
-    specs
-        .iter()
-        .filter_map(|s| {
-            s.extra
-                .iter()
-                .find(|(k, _)| k == "metrics.listener")
-                .map(|(_, v)| v.clone())
-        })
-        .collect()
-}
-
-/// Brokers `1..=n` on the binary's ZooKeeper, each on a port of its own kept across restarts,
-/// with a metrics listener.
-async fn loopback(chroot: &str, n: i32, extra: &[(&str, &str)]) -> (ZkSession, Vec<BrokerSpec>, Vec<BrokerProcess>) {
-    let specs: Vec<BrokerSpec> = (1..=n)
-        .map(|id| {
-            spec(chroot, id, extra)
-                .port(free_port())
-                .with("metrics.listener", &format!("127.0.0.1:{}", free_port()))
-        })
-        .collect();
-    let brokers = specs.iter().map(BrokerProcess::start).collect();
-    let zk = common::zookeeper().session(chroot).await;
-    cluster_ready(&zk, n as usize).await;
-    (zk, specs, brokers)
-}
-
-/// Brokers in network namespaces with a ZooKeeper of their own on the lab's bridge. Fields drop
-/// in order: brokers, then ZooKeeper, then the lab's namespaces.
-#[allow(dead_code)]
-struct NetCluster {
-    brokers: Vec<BrokerProcess>,
-    metrics: Vec<String>,
-    zk: ZkSession,
-    server: ZooKeeperServer,
-    lab: Lab,
-}
-
-/// `None` (with a `skipped` row naming the reason) where network namespaces are unavailable.
-async fn netns_cluster(case: &str, name: &str, n: usize, extra: &[(&str, &str)]) -> Option<NetCluster> {
-    if let Some(reason) = Lab::unavailable() {
-        eprintln!("skipped {case}: {reason}");
-        CaseReport::print_skipped(case, &reason);
-        return None;
-    }
-    let lab = Lab::new(n);
-    let server = ZooKeeperServer::start_private_on(&lab.host_ip());
-    let chroot = unique_chroot(name);
-    let specs: Vec<BrokerSpec> = (1..=n)
-        .map(|i| {
-            let mut s = extra.iter().fold(
-                BrokerSpec::new(i as i32, &server.connect(&chroot)).session_timeout_ms(SESSION_MS),
-                |s, (k, v)| s.with(k, v),
-            );
-            s.listeners = format!("PLAINTEXT://{}:9092", lab.broker_ip(i));
-            s.with("metrics.listener", &format!("{}:9404", lab.broker_ip(i)))
-                .prefix(&lab.prefix(i))
-        })
-        .collect();
-    let brokers = specs.iter().map(BrokerProcess::start).collect();
-    let metrics = metrics_of(&specs);
-    let zk = server.session(&chroot).await;
-    cluster_ready(&zk, n).await;
-    Some(NetCluster {
-        brokers,
-        metrics,
-        zk,
-        server,
-        lab,
-    })
-}
-
-async fn registered(zk: &ZkSession, id: i32) -> bool {
-    zk.exists(&format!("/brokers/ids/{id}")).await.ok().flatten().is_some()
-}
 
 /// The checker itself finds each anomaly it is meant to find.
 #[test]
@@ -217,31 +131,6 @@ async fn r01_smoke_loses_nothing_without_faults() {
     zk.close().await;
 }
 
-/// How a broker is disrupted in the process-fault cases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
-    /// SIGTERM (controlled shutdown), wait for the exit, restart.
-    Term,
-    /// SIGKILL, wait until the registration is gone, restart.
-    Kill,
-    /// SIGSTOP past the session timeout (a zombie), SIGCONT once it has been replaced.
-    Pause,
-}
-
-/// Which broker a process-fault case disrupts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    Leader,
-    Controller,
-}
-
-async fn victim(zk: &ZkSession, target: Target, topic: &str) -> i32 {
-    match target {
-        Target::Leader => leader(zk, topic).await,
-        Target::Controller => controller_of(zk).await.unwrap_or(-1),
-    }
-}
-
 /// `rounds` times: `fault` on the `target` broker under the workload, then wait for the ISR to
 /// be whole again and for 300 more acknowledgements. The checker's row is returned.
 async fn process_fault_case(case: &Case<'_>, target: Target, fault: Fault, rounds: usize) -> CaseReport {
@@ -257,44 +146,13 @@ async fn process_fault_case(case: &Case<'_>, target: Target, fault: Fault, round
         let old = victim(&zk, target, case.topic).await;
         assert!(old > 0, "a {target:?} to disrupt");
         let epoch = controller_epoch(&zk).await;
-        let i = (old - 1) as usize;
         let started = Instant::now();
-        match fault {
-            Fault::Term => {
-                brokers[i].signal("TERM");
-                brokers[i].wait_exit(Duration::from_secs(60)).await;
-            }
-            Fault::Kill => brokers[i].signal("KILL"),
-            Fault::Pause => brokers[i].pause().await,
-        }
-        wait_until(
-            Duration::from_millis(SESSION_MS + 15_000),
-            "another broker takes over",
-            || async {
-                let now = victim(&zk, target, case.topic).await;
-                now > 0 && now != old
-            },
-        )
-        .await;
+        disrupt(&zk, &mut brokers, &specs, old, target, fault, case.topic).await;
         eprintln!(
-            "{} round {round}: taken over {:?} after the fault",
+            "{} round {round}: taken over and the broker back {:?} after the fault",
             case.name,
             started.elapsed()
         );
-        if fault != Fault::Term {
-            wait_until(
-                Duration::from_secs(20),
-                "the disrupted broker's registration gone",
-                || async { !registered(&zk, old).await },
-            )
-            .await;
-        }
-        if fault == Fault::Pause {
-            brokers[i].signal("CONT");
-        } else {
-            let dead = brokers.remove(i);
-            brokers.insert(i, dead.restart(&specs[i]));
-        }
         if target == Target::Controller {
             let now = controller_epoch(&zk).await;
             assert!(now > epoch, "/controller_epoch moved on ({epoch} -> {now})");
@@ -373,16 +231,6 @@ async fn r08_zombie_controller_leaves_one_controller() {
         .assert_passed();
 }
 
-/// A follower that is neither the leader nor (when it can be helped) the controller.
-async fn a_follower(zk: &ZkSession, topic: &str, n: i32) -> i32 {
-    let l = leader(zk, topic).await;
-    let c = controller_of(zk).await.unwrap_or(-1);
-    (1..=n)
-        .filter(|id| *id != l)
-        .min_by_key(|id| *id == c)
-        .expect("a follower")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r05_an_isolated_follower_leaves_the_isr_and_returns_after_healing() {
     let _serial = SERIAL.lock().await;
@@ -397,7 +245,7 @@ async fn r05_an_isolated_follower_leaves_the_isr_and_returns_after_healing() {
         .await;
     let f = a_follower(&c.zk, "r05", 3).await;
     for other in (1..=3).filter(|o| *o != f) {
-        c.lab.cut(f as usize, other as usize);
+        c.lab().cut(f as usize, other as usize);
     }
     let cut = Instant::now();
     wait_until(
@@ -414,7 +262,7 @@ async fn r05_an_isolated_follower_leaves_the_isr_and_returns_after_healing() {
             "acks=all keeps acknowledging with 2 in sync",
         )
         .await;
-    c.lab.heal();
+    c.lab().heal();
     let healed = Instant::now();
     wait_until(Duration::from_secs(30), "the follower back in the ISR", || async {
         isr(&c.zk, "r05").await.len() == 3
@@ -444,7 +292,7 @@ async fn r05_an_isolated_follower_leaves_the_isr_and_returns_after_healing() {
 async fn jepsen_2013(c: &NetCluster, topic: &str, n: usize, workload: &Workload, unclean: bool) -> (usize, Vec<i32>) {
     let l = leader(&c.zk, topic).await;
     for other in (1..=n as i32).filter(|o| *o != l) {
-        c.lab.cut(l as usize, other as usize);
+        c.lab().cut(l as usize, other as usize);
     }
     wait_until(
         Duration::from_secs(20),
@@ -460,7 +308,7 @@ async fn jepsen_2013(c: &NetCluster, topic: &str, n: usize, workload: &Workload,
     }
     let acked_alone = workload.acks().len() - before;
     eprintln!("{topic}: {acked_alone} acknowledged while the ISR was the leader alone");
-    c.lab.cut_from_host(l as usize);
+    c.lab().cut_from_host(l as usize);
     let mut leaders = Vec::new();
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(25) {
@@ -475,7 +323,7 @@ async fn jepsen_2013(c: &NetCluster, topic: &str, n: usize, workload: &Workload,
     }
     assert!(!registered(&c.zk, l).await, "the cut leader's session expired");
     eprintln!("{topic}: leaders while the old leader {l} was cut: {leaders:?}");
-    c.lab.heal();
+    c.lab().heal();
     wait_until(Duration::from_secs(60), "every replica back in the ISR", || async {
         isr(&c.zk, topic).await.len() == n && leader(&c.zk, topic).await >= 0
     })

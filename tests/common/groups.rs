@@ -1,6 +1,7 @@
 //! Consumer-group members as child processes (kafka-python or confluent-kafka from the repo's
-//! .venv) that subscribe, print what they are assigned and every record they process, commit
-//! after processing, and leave the group cleanly once a stop file appears.
+//! .venv) that subscribe (to one topic, or to several separated by commas), print what they are
+//! assigned and every record they process, commit after processing, and leave the group cleanly
+//! once a stop file appears.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -31,14 +32,14 @@ if kind == "kafka-python":
                       heartbeat_interval_ms=max(session // 10, 200), max_poll_records=50,
                       client_id="kp-member", retry_backoff_ms=100, reconnect_backoff_max_ms=1000,
                       group_instance_id=instance)
-    c.subscribe([topic])
+    c.subscribe(topic.split(","))
     while not os.path.exists(stop_file):
         batch = c.poll(timeout_ms=200)
         report(c)
         n = 0
         for tp, records in batch.items():
             for r in records:
-                out("RECORD", r.partition, r.offset, r.value.decode())
+                out("RECORD", r.partition, r.offset, r.value.decode(), r.topic)
                 n += 1
         if n:
             c.commit()
@@ -59,15 +60,15 @@ else:
     def revoked(consumer, partitions):
         out("REVOKED", ",".join(str(tp.partition) for tp in partitions))
     if instance:
-        c.subscribe([topic], on_revoke=revoked)
+        c.subscribe(topic.split(","), on_revoke=revoked)
     else:
-        c.subscribe([topic])
+        c.subscribe(topic.split(","))
     while not os.path.exists(stop_file):
         m = c.poll(0.2)
         report(c)
         if m is None or m.error():
             continue
-        out("RECORD", m.partition(), m.offset(), m.value().decode())
+        out("RECORD", m.partition(), m.offset(), m.value().decode(), m.topic())
         while True:
             try:
                 c.commit(message=m, asynchronous=False)
@@ -208,6 +209,18 @@ impl Member {
                     it.next()?.parse().ok()?,
                     it.next()?.to_string(),
                 ))
+            })
+            .collect()
+    }
+
+    /// (topic, partition, offset, value) of every record it processed.
+    pub fn topic_records(&self) -> Vec<(String, i32, i64, String)> {
+        self.output()
+            .iter()
+            .filter_map(|l| {
+                let mut it = l.strip_prefix("RECORD ")?.split(' ');
+                let (partition, offset, value) = (it.next()?.parse().ok()?, it.next()?.parse().ok()?, it.next()?);
+                Some((it.next()?.to_string(), partition, offset, value.to_string()))
             })
             .collect()
     }
