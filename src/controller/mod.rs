@@ -15,7 +15,8 @@
 //! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O, on any [`store::ControllerStore`],
 //! whose writes [`retry`] carries across connection loss (idempotently, within the session)
 //! (the real session or `FakeZk`, on which `loop_tests` runs the loop); [`channel`] one sender per
-//! broker (or a test sink), reporting the answers the controller acts on; [`requests`] builds the requests.
+//! broker (or a test sink), reporting the answers the controller acts on; [`requests`] builds the requests;
+//! `timer_tasks` the tokio timers behind the core's timer effects.
 //! [`state_changes`] drives the partition state machine and [`replica_changes`] the replica
 //! state machine, both on the controller's context and without I/O; [`decisions`],
 //! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
@@ -38,7 +39,6 @@ pub mod modifications;
 mod notifications;
 mod operations;
 pub mod partition_state;
-mod refresh;
 pub mod replica_changes;
 pub mod replica_state;
 pub mod requests;
@@ -49,6 +49,7 @@ mod sim;
 pub mod state_changes;
 pub mod stats;
 pub mod store;
+mod timer_tasks;
 mod timing;
 mod topic_deletion;
 pub mod zk_ops;

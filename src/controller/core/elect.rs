@@ -9,7 +9,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::{announce, broker_change, Decided, Effects, Input, Key, Metric, Pending, Read, ReadResult, Write};
+use super::{
+    announce, broker_change, controlled_shutdown, elect_leaders, Decided, Effects, Input, Key, Metric, Pending, Read,
+    ReadResult, Write,
+};
 use super::{WriteResult, ZkOp};
 use crate::controller::decisions;
 use crate::controller::requests::ControllerContext;
@@ -44,6 +47,12 @@ pub enum After {
         all: Vec<Key>,
         started: Vec<BrokerId>,
     },
+    /// ControlledShutdown's last part: its followed replicas go Offline, StopReplica, the answer.
+    ControlledShutdown(controlled_shutdown::Finish),
+    /// ElectLeaders' last part: the answer (or the znode's deletion).
+    ElectLeaders(elect_leaders::Finish),
+    /// UpdateMetadata for these partitions to every live broker (offline replicas).
+    Announce(Vec<Key>),
 }
 
 impl Election {
@@ -287,5 +296,8 @@ fn finish(ctx: &mut ControllerContext, after: After, fx: &mut Effects) {
     match after {
         After::Done => {}
         After::BrokerChange { all, started } => broker_change::finish(ctx, &all, &started, fx),
+        After::ControlledShutdown(f) => controlled_shutdown::finish(ctx, f, fx),
+        After::ElectLeaders(f) => elect_leaders::finish(ctx, f, fx),
+        After::Announce(partitions) => fx.send.extend(announce::update_metadata(ctx, &partitions)),
     }
 }
