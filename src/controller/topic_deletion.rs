@@ -25,8 +25,8 @@ use crate::zk::paths;
 impl<S: ControllerStore> Controller<S> {
     /// Kafka's `resumeDeletions` for every queued topic: completes the ones whose replicas are
     /// all deleted and, when `start`, (re)starts the ones with nothing outstanding. Answers to
-    /// StopReplica pass `start = false`, so a delete that keeps failing is not retried in a
-    /// loop of requests and answers.
+    /// StopReplica with a failed delete pass `start = false`, so a delete that keeps failing is
+    /// not retried in a loop of requests and answers.
     pub(super) async fn on_topic_deletion(&mut self, start: bool) -> Result<(), ControllerZkError> {
         if self.active.is_none() {
             return Ok(());
@@ -140,6 +140,11 @@ impl<S: ControllerStore> Controller<S> {
             return Ok(());
         }
         active.ctx.replica_deletions_answered(broker, results);
-        self.on_topic_deletion(false).await
+        // As Kafka's resumeDeletions after a response: an answer with only successes may retry
+        // replicas that became deletable while it was awaited (a broker restarted meanwhile,
+        // when the deletion was in progress and so not retried then); a failed delete is not
+        // retried here, so one that keeps failing does not loop.
+        let succeeded = results.iter().all(|(_, code)| *code == 0);
+        self.on_topic_deletion(succeeded).await
     }
 }
