@@ -50,7 +50,6 @@ thread_local! {
 
 /// One election step that elected leaders took `elapsed`; `unclean` partitions among them got
 /// a leader from outside their ISR.
-
 pub fn leader_election(elapsed: Duration, unclean: usize) {
     #[cfg(test)]
     UNCLEAN_COUNTED.with(|c| c.set(c.get() + unclean));
