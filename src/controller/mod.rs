@@ -3,8 +3,9 @@
 //! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata / StopReplica to brokers.
 //!
 //! [`core`] is the pure core, `step(&mut ControllerContext, Input, now) -> Effects` (BrokerChange,
-//! IsrChangeNotification and every election so far), and `shell` the async loop part that
-//! performs its effects and feeds results back.
+//! IsrChangeNotification, ControlledShutdown, ElectLeaders and the preferred-election znode, the
+//! auto leader rebalance timer, log-dir events, and every election so far), and `shell` the
+//! async loop part that performs its effects (answers and timers too) and feeds results back.
 //! `handle` starts the controller and is its API to the broker ([`ControllerHandle`]);
 //! [`controller`] owns the event loop, election, failover and broker/topic changes;
 //! [`election_backoff`] spaces failed elections and recognises a deleted ZooKeeper tree;
