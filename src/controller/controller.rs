@@ -15,7 +15,6 @@ use super::election_backoff::{missing_tree_path, ElectionBackoff};
 use super::error::ControllerError;
 use super::event_manager::{Event, EventQueue, ZNodeWatches};
 use super::handle::ControllerConfig;
-use super::model::LeaderAndIsr;
 use super::requests::ControllerContext;
 use super::stats;
 use super::store::ControllerStore;
@@ -59,6 +58,8 @@ pub(super) struct Controller<S> {
     pub(super) tree_missing_logged: bool,
     /// How each term's channel reaches brokers.
     pub(super) transport: Transport,
+    /// The timers armed for the core and the election backoff.
+    pub(super) timers: super::timer_tasks::ArmedTimers,
 }
 
 pub(super) const NOT_CONTROLLER: ControllerError = ControllerError::NotController;
@@ -92,7 +93,8 @@ impl<S: ControllerStore> Controller<S> {
                 }
             },
             Event::PreferredReplicaElectionZNode => self.on_preferred_replica_election_znode().await,
-            Event::AutoPreferredReplicaLeaderElection => self.on_auto_rebalance().await,
+            Event::Timer(core::timers::TimerKind::ControllerElection) => self.elect_with_backoff().await,
+            Event::Timer(kind) => self.run_core_replying(core::Input::Timer(kind)).await.1,
             Event::LogDirEventNotification => self.on_log_dir_event().await,
             Event::IsrChangeNotification => self.on_isr_change_notification().await,
             Event::BrokerModifications { broker } => self.on_broker_modifications(broker).await,
@@ -170,6 +172,7 @@ impl<S: ControllerStore> Controller<S> {
         if let Some(mut active) = self.active.take() {
             tracing::warn!(broker = %self.config.broker_id, epoch = active.ctx.epoch, why, "resigning as controller");
             active.channel.clear();
+            self.timers.cancel_term_bound();
             self.state.send_replace(None);
             metrics::gauge!("kafka_controller_kafkacontroller_activecontrollercount").set(0.0);
         }
@@ -199,6 +202,13 @@ impl<S: ControllerStore> Controller<S> {
             epoch: epoch.0,
             inter_broker_listener: self.config.inter_broker_listener.clone(),
             unclean_leader_election: self.config.unclean_leader_election,
+            auto_rebalance: self
+                .config
+                .auto_leader_rebalance
+                .then_some(core::timers::AutoRebalance {
+                    interval: self.config.leader_imbalance_check_interval,
+                    imbalance_percentage: self.config.leader_imbalance_per_broker_percentage,
+                }),
             ..Default::default()
         };
         let events = self.events.clone();
@@ -234,7 +244,7 @@ impl<S: ControllerStore> Controller<S> {
             return Err(e);
         }
         metrics::gauge!("kafka_controller_kafkacontroller_activecontrollercount").set(1.0);
-        Ok(())
+        self.run_core(core::Event::FailoverDone).await
     }
 
     /// Loads the cluster from ZooKeeper, tells every broker, and elects what needs a leader
@@ -263,29 +273,5 @@ impl<S: ControllerStore> Controller<S> {
     /// in the core ([`core::topic_change::new_partitions`]).
     pub(super) async fn on_new_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
         self.run_core(core::Event::NewPartitions(partitions.to_vec())).await
-    }
-
-    /// Elects every partition in `partitions` that needs a change (new, leaderless, or with a
-    /// dead member in its ISR), writes ZooKeeper (fenced, batched) and announces the result
-    /// ([`core::elect`]).
-    pub(super) async fn elect_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
-        self.run_core(core::Event::Elect(partitions.to_vec())).await
-    }
-
-    /// Writes decided leaderships (new state znodes for `creates`, conditional updates for
-    /// `updates`), fenced, records and announces them ([`core::elect::write`]). A step that
-    /// elected leaders counts in the election timer from `started`.
-    pub(super) async fn write_and_announce(
-        &mut self,
-        started: Instant,
-        creates: Vec<((String, i32), LeaderAndIsr)>,
-        updates: Vec<((String, i32), LeaderAndIsr)>,
-    ) -> Result<(), ControllerZkError> {
-        self.run_core(core::Event::WriteDecided {
-            since: started,
-            creates,
-            updates,
-        })
-        .await
     }
 }

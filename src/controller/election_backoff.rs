@@ -17,7 +17,6 @@
 use std::time::{Duration, Instant};
 
 use super::controller::Controller;
-use super::event_manager::Event;
 use super::store::ControllerStore;
 use super::zk_ops::ControllerZkError;
 use crate::zk::paths;
@@ -120,11 +119,9 @@ impl<S: ControllerStore> Controller<S> {
             match self.backoff.on_request(Instant::now()) {
                 Attempt::Now => {}
                 Attempt::ScheduleAt(at) => {
-                    let events = self.events.clone();
-                    tokio::spawn(async move {
-                        tokio::time::sleep_until(at.into()).await;
-                        events.put(Event::ControllerChange);
-                    });
+                    let kind = crate::controller::core::timers::TimerKind::ControllerElection;
+                    self.timers
+                        .arm(crate::controller::core::timers::Timer { kind, at }, &self.events);
                     return Ok(());
                 }
                 Attempt::AlreadyScheduled => return Ok(()),

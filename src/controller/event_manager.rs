@@ -58,8 +58,8 @@ pub(super) enum Event {
     },
     /// `/admin/preferred_replica_election` was written (legacy tools).
     PreferredReplicaElectionZNode,
-    /// The periodic leader-imbalance check (`auto.leader.rebalance.enable`).
-    AutoPreferredReplicaLeaderElection,
+    /// A timer armed by the core or the election backoff is due (`timer_tasks`).
+    Timer(super::core::timers::TimerKind),
     /// `/log_dir_event_notification` children changed: a broker lost a log dir.
     LogDirEventNotification,
     /// `/isr_change_notification` children changed: leaders changed ISRs in state znodes.

@@ -166,22 +166,6 @@ pub async fn start_with<S: ControllerStore>(
         }
     });
     queue.put(Event::Startup);
-    if config.auto_leader_rebalance {
-        let (queue, every, mut stop) = (queue.clone(), config.leader_imbalance_check_interval, stop.clone());
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {},
-                    _ = stop.changed() => return,
-                }
-                if !queue.put(Event::AutoPreferredReplicaLeaderElection) {
-                    return;
-                }
-            }
-        });
-    }
     let mut controller = Controller {
         config,
         zk,
@@ -191,6 +175,7 @@ pub async fn start_with<S: ControllerStore>(
         backoff: ElectionBackoff::default(),
         tree_missing_logged: false,
         transport,
+        timers: Default::default(),
     };
     tokio::spawn(async move {
         loop {

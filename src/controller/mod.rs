@@ -3,9 +3,10 @@
 //! epoch-fenced multi, and pushes LeaderAndIsr / UpdateMetadata / StopReplica to brokers.
 //!
 //! [`core`] is the pure core, `step(&mut ControllerContext, Input, now) -> Effects` (BrokerChange,
-//! IsrChangeNotification, TopicChange, PartitionModifications, topic deletion, failover and
-//! every election so far), and `shell` the async loop part that
-//! performs its effects and feeds results back.
+//! IsrChangeNotification, TopicChange, PartitionModifications, topic deletion, failover,
+//! ControlledShutdown, ElectLeaders and the preferred-election znode, the auto leader rebalance
+//! timer, log-dir events, and every election), and `shell` the async loop part that performs its
+//! effects (answers and timers too) and feeds results back.
 //! `handle` starts the controller and is its API to the broker ([`ControllerHandle`]);
 //! [`controller`] owns the event loop and the controller election;
 //! [`election_backoff`] spaces failed elections and recognises a deleted ZooKeeper tree;
@@ -16,7 +17,8 @@
 //! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O, on any [`store::ControllerStore`],
 //! whose writes [`retry`] carries across connection loss (idempotently, within the session)
 //! (the real session or `FakeZk`, on which `loop_tests` runs the loop); [`channel`] one sender per
-//! broker (or a test sink), reporting the answers the controller acts on; [`requests`] builds the requests.
+//! broker (or a test sink), reporting the answers the controller acts on; [`requests`] builds the requests;
+//! `timer_tasks` the tokio timers behind the core's timer effects.
 //! [`state_changes`] drives the partition state machine and [`replica_changes`] the replica
 //! state machine, both on the controller's context and without I/O; [`decisions`],
 //! [`election`], [`partition_state`], [`replica_state`] and [`assignment`] are pure logic.
@@ -39,7 +41,6 @@ pub mod modifications;
 mod notifications;
 mod operations;
 pub mod partition_state;
-mod refresh;
 pub mod replica_changes;
 pub mod replica_state;
 pub mod requests;
@@ -50,6 +51,7 @@ mod sim;
 pub mod state_changes;
 pub mod stats;
 pub mod store;
+mod timer_tasks;
 mod timing;
 pub mod zk_ops;
 

@@ -2,7 +2,7 @@
 //! (`/isr_change_notification/isr_change_<seq>`, Kafka's IsrChangeNotificationHandler, decided
 //! in [`super::core::isr_change`]) and, at failover, the removal of every stale notification
 //! (Kafka's onControllerFailover deletes both kinds before it reads the cluster, since the full
-//! read covers them). Log-dir events are handled in [`super::operations`].
+//! read covers them). Log-dir events are decided in [`super::core::log_dir_event`].
 
 use super::controller::Controller;
 use super::store::ControllerStore;

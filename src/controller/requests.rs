@@ -43,6 +43,8 @@ pub struct ControllerContext {
     pub unclean_leader_election: bool,
     /// Where the core is within an event (see [`super::core`]).
     pub pending: super::core::Pending,
+    /// `auto.leader.rebalance.enable`'s settings, `None` when disabled.
+    pub auto_rebalance: Option<super::core::timers::AutoRebalance>,
 }
 
 impl ControllerContext {

@@ -1,5 +1,6 @@
 //! The async shell around [`super::core`]: feeds the core an input, carries out the effects it
-//! returns (channel changes, watches, requests, metrics), performs the one ZooKeeper operation it
+//! returns (channel changes, watches, requests, metrics, timers; the answer to an admin request
+//! is handed back to the caller), performs the one ZooKeeper operation it
 //! asks for (fencing writes with this term's `/controller_epoch` version) and feeds the result
 //! back, until the core is idle. It decides nothing.
 
@@ -18,13 +19,23 @@ impl<S: ControllerStore> Controller<S> {
     /// (the caller resigns); any other failed ZooKeeper operation is told to the core (which
     /// may still clean up) and returned at the end.
     pub(super) async fn run_core(&mut self, event: core::Event) -> Result<(), ControllerZkError> {
-        let mut input = Input::Event(event);
+        self.run_core_replying(Input::Event(event)).await.1
+    }
+
+    /// [`Self::run_core`] from any input, with the answer the core gave to the admin request
+    /// (`None`: it gave none, e.g. the event failed or this broker is not the controller).
+    pub(super) async fn run_core_replying(
+        &mut self,
+        mut input: Input,
+    ) -> (Option<core::Reply>, Result<(), ControllerZkError>) {
         let mut first_error = None;
+        let mut reply = None;
         loop {
             let Some(active) = self.active.as_mut() else {
-                return Ok(());
+                return (reply, Ok(()));
             };
-            let fx = core::step(&mut active.ctx, input, Instant::now());
+            let mut fx = core::step(&mut active.ctx, input, Instant::now());
+            reply = fx.reply.take().or(reply);
             let Some(op) = self.carry_out(fx).await else {
                 break;
             };
@@ -34,7 +45,7 @@ impl<S: ControllerStore> Controller<S> {
                     if let Some(active) = self.active.as_mut() {
                         active.ctx.pending = core::Pending::Idle;
                     }
-                    return Err(ControllerZkError::ControllerMoved);
+                    return (reply, Err(ControllerZkError::ControllerMoved));
                 }
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -42,12 +53,15 @@ impl<S: ControllerStore> Controller<S> {
                 }
             };
         }
-        first_error.map_or(Ok(()), Err)
+        (reply, first_error.map_or(Ok(()), Err))
     }
 
     /// Carries out every effect but the ZooKeeper operation, which it returns.
     async fn carry_out(&mut self, fx: Effects) -> Option<ZkOp> {
         let me = self.config.broker_id;
+        for timer in fx.timers {
+            self.timers.arm(timer, &self.events);
+        }
         let active = self.active.as_mut()?;
         for id in &fx.disconnect {
             active.channel.remove_broker(*id);
@@ -112,6 +126,9 @@ impl<S: ControllerStore> Controller<S> {
             ZkOp::Read(Read::TopicsToDelete) => {
                 Input::Read(ReadResult::TopicsToDelete(zk_ops::topics_to_delete(zk).await?))
             }
+            ZkOp::Read(Read::PreferredReplicaElection) => Input::Read(ReadResult::PreferredReplicaElection(
+                zk_ops::preferred_replica_election(zk).await?,
+            )),
             ZkOp::Write(write) => Input::Wrote(self.write(write).await?),
         })
     }
@@ -139,6 +156,10 @@ impl<S: ControllerStore> Controller<S> {
                 zk_ops::write_assignment(&self.zk, version, &topic, &assignment).await?;
                 Ok(WriteResult::AssignmentWritten)
             }
+            Write::DeletePreferredReplicaElection => {
+                zk_ops::delete_preferred_replica_election(&self.zk, version).await?;
+                Ok(WriteResult::PreferredReplicaElectionDeleted)
+            }
         }
     }
 
@@ -146,19 +167,6 @@ impl<S: ControllerStore> Controller<S> {
     pub(super) fn send_update_metadata(&self, partitions: &[Key]) {
         let Some(active) = &self.active else { return };
         send_all(active, announce::update_metadata(&active.ctx, partitions));
-    }
-
-    pub(super) fn send_leader_and_isr_to_inner(
-        &self,
-        active: &Active,
-        broker: BrokerId,
-        partitions: &[Key],
-        is_new: bool,
-    ) {
-        send_all(
-            active,
-            announce::leader_and_isr_to(&active.ctx, broker, partitions, is_new),
-        );
     }
 }
 

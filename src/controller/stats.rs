@@ -42,9 +42,17 @@ pub fn election_attempt() {
     metrics::counter!(ELECTION_ATTEMPTS).increment(1);
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Unclean elections counted on this thread, for the simulation's invariant.
+    pub static UNCLEAN_COUNTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// One election step that elected leaders took `elapsed`; `unclean` partitions among them got
 /// a leader from outside their ISR.
 pub fn leader_election(elapsed: Duration, unclean: usize) {
+    #[cfg(test)]
+    UNCLEAN_COUNTED.with(|c| c.set(c.get() + unclean));
     metrics::histogram!(LEADER_ELECTION_TIME_MS).record(elapsed.as_secs_f64() * 1000.0);
     if unclean > 0 {
         metrics::counter!(UNCLEAN_LEADER_ELECTIONS).increment(unclean as u64);

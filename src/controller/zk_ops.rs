@@ -600,3 +600,27 @@ pub async fn delete_notifications<S: ZkStore>(
     }
     Ok(())
 }
+
+/// `/admin/preferred_replica_election`'s data, `None` when it does not exist.
+pub async fn preferred_replica_election<S: ZkStore>(zk: &S) -> Result<Option<Vec<u8>>, ControllerZkError> {
+    match zk.get_data(paths::PREFERRED_REPLICA_ELECTION).await {
+        Ok((data, _)) => Ok(Some(data)),
+        Err(ZkError::NoNode { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Deletes `/admin/preferred_replica_election`, fenced; already gone counts as deleted.
+pub async fn delete_preferred_replica_election<S: ZkStore>(
+    zk: &S,
+    epoch_version: ZkVersion,
+) -> Result<(), ControllerZkError> {
+    let op = Op::Delete {
+        path: paths::PREFERRED_REPLICA_ELECTION.into(),
+        version: None,
+    };
+    match fenced(zk, epoch_version, vec![op]).await {
+        Err(ControllerZkError::Zk(e)) if matches!(e.root(), ZkError::NoNode { .. }) => Ok(()),
+        result => result.map(|_| ()),
+    }
+}

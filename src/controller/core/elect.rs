@@ -9,7 +9,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::{announce, broker_change, Decided, Effects, Input, Key, Metric, Pending, Read, ReadResult, Write};
+use super::{
+    announce, broker_change, controlled_shutdown, elect_leaders, Decided, Effects, Input, Key, Metric, Pending, Read,
+    ReadResult, Write,
+};
 use super::{WriteResult, ZkOp};
 use crate::controller::decisions;
 use crate::controller::requests::ControllerContext;
@@ -48,6 +51,12 @@ pub enum After {
     NewPartitions(Vec<Key>),
     /// The failover's last part: deletions resume.
     Failover,
+    /// ControlledShutdown's last part: its followed replicas go Offline, StopReplica, the answer.
+    ControlledShutdown(controlled_shutdown::Finish),
+    /// ElectLeaders' last part: the answer (or the znode's deletion).
+    ElectLeaders(elect_leaders::Finish),
+    /// UpdateMetadata for these partitions to every live broker (offline replicas).
+    Announce(Vec<Key>),
 }
 
 impl Election {
@@ -152,15 +161,17 @@ fn refreshed(ctx: &mut ControllerContext, election: Election, fx: &mut Effects) 
     });
 }
 
-/// Topics of `partitions` whose next leader could only be unclean.
+/// Topics of `partitions` whose next leader could only be unclean: the leader is gone and no
+/// ISR member is online (a broker shutting down still leads what it leads, but takes nothing).
 fn stuck_topics(ctx: &ControllerContext, partitions: &[Key]) -> BTreeSet<String> {
     let live: BTreeSet<BrokerId> = ctx.live_brokers.keys().copied().collect();
+    let online: BTreeSet<BrokerId> = live.difference(&ctx.shutting_down).copied().collect();
     partitions
         .iter()
         .filter(|k| {
-            ctx.leaderships
-                .get(*k)
-                .is_some_and(|l| decisions::needs_unclean_choice(l, &live))
+            ctx.leaderships.get(*k).is_some_and(|l| {
+                !l.leader.is_some_and(|b| live.contains(&b)) && decisions::needs_unclean_choice(l, &online)
+            })
         })
         .map(|(t, _)| t.clone())
         .collect()
@@ -182,7 +193,10 @@ fn merge_unclean(
 }
 
 /// New leaderships for `partitions` that need one (new, leaderless, or with a dead member in
-/// the ISR): (state znodes to create, state znodes to update).
+/// the ISR): (state znodes to create, state znodes to update). As in Kafka's
+/// `isReplicaOnline`, a broker in controlled shutdown is not online for an election: it keeps
+/// what it leads and its ISR places while its leader lives, but is never elected, and leaves
+/// the ISR of a partition that elects.
 pub fn decide(
     ctx: &ControllerContext,
     partitions: &[Key],
@@ -201,9 +215,10 @@ pub fn decide(
             .copied()
             .filter(|b| !ctx.offline_replicas.contains(&(key.0.clone(), key.1, *b)))
             .collect();
+        let online: BTreeSet<BrokerId> = live.difference(&ctx.shutting_down).copied().collect();
         match ctx.leaderships.get(key) {
             None => {
-                if let Some(l) = decisions::new_partition(&assignment, &live, ctx.epoch) {
+                if let Some(l) = decisions::new_partition(&assignment, &online, ctx.epoch) {
                     creates.push((key.clone(), l));
                 }
             }
@@ -212,7 +227,12 @@ pub fn decide(
                     .get(&key.0)
                     .copied()
                     .unwrap_or(ctx.unclean_leader_election);
-                if let Some(l) = decisions::existing_partition(&assignment, current, &live, unclean, ctx.epoch) {
+                let candidates = if current.leader.is_some_and(|l| live.contains(&l)) {
+                    &live
+                } else {
+                    &online
+                };
+                if let Some(l) = decisions::existing_partition(&assignment, current, candidates, unclean, ctx.epoch) {
                     updates.push((key.clone(), l));
                 }
             }
@@ -293,5 +313,8 @@ fn finish(ctx: &mut ControllerContext, after: After, fx: &mut Effects) {
         After::BrokerChange { all, started } => broker_change::finish(ctx, &all, &started, fx),
         After::NewPartitions(partitions) => super::topic_change::finish(ctx, &partitions),
         After::Failover => super::failover::finish(ctx, fx),
+        After::ControlledShutdown(f) => controlled_shutdown::finish(ctx, f, fx),
+        After::ElectLeaders(f) => elect_leaders::finish(ctx, f, fx),
+        After::Announce(partitions) => fx.send.extend(announce::update_metadata(ctx, &partitions)),
     }
 }

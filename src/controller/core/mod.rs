@@ -14,20 +14,34 @@
 //! [`isr_change`] (IsrChangeNotification), [`topic_change`] (TopicChange and Kafka's
 //! onNewPartitionCreation), [`partition_modifications`] (PartitionModifications),
 //! [`topic_deletion`] (TopicDeletion and StopReplica answers), [`failover`]
-//! (onControllerFailover after stale notifications are gone), and [`elect`], the election every family ends in
+//! (onControllerFailover after stale notifications are gone), [`controlled_shutdown`]
+//! (ControlledShutdown), [`elect_leaders`] (ElectLeaders, `/admin/preferred_replica_election`,
+//! auto leader rebalance), [`log_dir_event`] (LogDirEventNotification and the replicas brokers
+//! answer KAFKA_STORAGE_ERROR for), [`timers`] (what fires on time), and [`elect`], the election every family ends in
 //! (decide on the cache, re-read, read unclean-election configs where only an unclean leader
 //! is left, decide again, write fenced, record, announce). The families still in the async
 //! shell enter the core through [`Event::Elect`] and [`Event::WriteDecided`]. [`announce`]
 //! builds the requests. The shell is `super::shell`.
+//!
+//! The answer to an admin request is an effect too ([`Effects::reply`]): the shell hands it to
+//! whoever asked (no answer at all means the event failed: NOT_CONTROLLER). Time is an input:
+//! [`Effects::timers`] asks the shell to fire [`Input::Timer`] at an instant, and the core reads
+//! no clock but the `now` it is given.
 
 pub mod announce;
 pub mod broker_change;
+pub mod controlled_shutdown;
 pub mod elect;
+pub mod elect_leaders;
 pub mod failover;
 pub mod isr_change;
+pub mod log_dir_event;
 pub mod partition_modifications;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_operator;
+pub mod timers;
 pub mod topic_change;
 pub mod topic_deletion;
 #[cfg(test)]
@@ -37,6 +51,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use super::channel::ControlRequest;
+use super::error::ControllerError;
 use super::model::{LeaderAndIsr, RegisteredBroker, TopicInfo};
 use super::requests::ControllerContext;
 use crate::types::BrokerId;
@@ -58,6 +73,8 @@ pub enum Input {
     Wrote(WriteResult),
     /// The last ZooKeeper operation failed (other than by fencing: then the shell resigns).
     Failed,
+    /// A timer the core armed ([`Effects::timers`]) is due.
+    Timer(timers::TimerKind),
 }
 
 /// Controller events the core handles.
@@ -70,6 +87,22 @@ pub enum Event {
     /// Elect what needs a leader among these partitions (Kafka's
     /// `partitionStateMachine.triggerOnlinePartitionStateChange`), for families still in the shell.
     Elect(Vec<Key>),
+    /// A broker asks to move its leaderships away before it stops (Kafka's ControlledShutdown);
+    /// `broker_epoch` -1 = unknown (not checked).
+    ControlledShutdown { broker: BrokerId, broker_epoch: i64 },
+    /// ElectLeaders (KIP-460): preferred or unclean elections for `partitions` (`None`: all).
+    ElectLeaders {
+        partitions: Option<Vec<Key>>,
+        unclean: bool,
+    },
+    /// `/admin/preferred_replica_election` was written (legacy tools).
+    PreferredReplicaElectionZNode,
+    /// `/log_dir_event_notification` children changed: a broker lost a log dir.
+    LogDirEventNotification,
+    /// A broker answered KAFKA_STORAGE_ERROR for these replicas.
+    OfflineReplicas { broker: BrokerId, partitions: Vec<Key> },
+    /// The failover finished: arm the term's timers (auto leader rebalance).
+    FailoverDone,
     /// Write and announce leaderships already decided (controlled shutdown, ElectLeaders), in a
     /// step that began deciding at `since`.
     WriteDecided {
@@ -134,6 +167,8 @@ pub enum Read {
     ExistingLeaderships(Vec<Key>),
     /// The children of `/admin/delete_topics`: [`ReadResult::TopicsToDelete`].
     TopicsToDelete,
+    /// `/admin/preferred_replica_election`: [`ReadResult::PreferredReplicaElection`].
+    PreferredReplicaElection,
 }
 
 /// Fenced writes the core asks for.
@@ -154,6 +189,8 @@ pub enum Write {
         topic: String,
         assignment: BTreeMap<i32, Vec<BrokerId>>,
     },
+    /// Delete `/admin/preferred_replica_election` (already gone counts as deleted).
+    DeletePreferredReplicaElection,
 }
 
 /// What a read found.
@@ -172,6 +209,8 @@ pub enum ReadResult {
     TopicNames(Vec<String>),
     TopicInfos(BTreeMap<String, TopicInfo>),
     TopicsToDelete(Vec<String>),
+    /// Its data, `None` when it does not exist.
+    PreferredReplicaElection(Option<Vec<u8>>),
 }
 
 /// What a write did.
@@ -184,6 +223,7 @@ pub enum WriteResult {
     NotificationsDeleted,
     TopicDeleted,
     AssignmentWritten,
+    PreferredReplicaElectionDeleted,
 }
 
 /// Metrics to record.
@@ -213,8 +253,21 @@ pub struct Effects {
     /// Requests to send, per broker, in order.
     pub send: Vec<(BrokerId, ControlRequest)>,
     pub metrics: Vec<Metric>,
+    /// Timers to arm (re-arming a kind replaces its earlier instant).
+    pub timers: Vec<timers::Timer>,
+    /// The answer to the admin request the event came from, once decided.
+    pub reply: Option<Reply>,
     /// The ZooKeeper operation to perform next; `None` when the event is done.
     pub zk: Option<ZkOp>,
+}
+
+/// The answer to an admin request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// ControlledShutdown: the partitions the broker still leads, or why it was refused.
+    ControlledShutdown(Result<Vec<Key>, ControllerError>),
+    /// ElectLeaders: each partition's outcome (`Ok` = elected).
+    ElectLeaders(Vec<(Key, Result<(), ControllerError>)>),
 }
 
 /// Where the core is within an event: what its next input answers.
@@ -230,6 +283,9 @@ pub enum Pending {
     Modifications(partition_modifications::Waiting),
     Deletion(topic_deletion::Waiting),
     Failover(failover::Waiting),
+    ControlledShutdown(controlled_shutdown::Waiting),
+    ElectLeaders(elect_leaders::Waiting),
+    LogDir(log_dir_event::Waiting),
 }
 
 /// Advances the core by one input: updates `ctx` and returns what to do.
@@ -245,6 +301,10 @@ pub fn step(ctx: &mut ControllerContext, input: Input, now: Instant) -> Effects 
         (Pending::Modifications(w), input) => partition_modifications::resume(ctx, w, input, &mut fx),
         (Pending::Deletion(w), input) => topic_deletion::resume(ctx, w, input, &mut fx),
         (Pending::Failover(w), input) => failover::resume(ctx, w, input, now, &mut fx),
+        (Pending::ControlledShutdown(w), input) => controlled_shutdown::resume(ctx, w, input, now, &mut fx),
+        (Pending::ElectLeaders(w), input) => elect_leaders::resume(ctx, w, input, now, &mut fx),
+        (Pending::LogDir(w), input) => log_dir_event::resume(ctx, w, input, now, &mut fx),
+        (Pending::Idle, Input::Timer(kind)) => timers::fired(ctx, kind, now, &mut fx),
         (Pending::Idle, input) => tracing::warn!(?input, "controller core: input without a pending step"),
     }
     fx
@@ -255,6 +315,18 @@ fn start(ctx: &mut ControllerContext, event: Event, now: Instant, fx: &mut Effec
         Event::BrokerChange => broker_change::start(ctx, fx),
         Event::IsrChangeNotification => isr_change::start(ctx, fx),
         Event::Elect(partitions) => elect::start(ctx, partitions, elect::After::Done, now, fx),
+        Event::ControlledShutdown { broker, broker_epoch } => {
+            controlled_shutdown::start(ctx, broker, broker_epoch, now, fx)
+        }
+        Event::ElectLeaders { partitions, unclean } => {
+            let partitions = partitions.unwrap_or_else(|| ctx.all_partitions());
+            let how = elect_leaders::How::admin(unclean);
+            elect_leaders::start(ctx, partitions, how, now, fx)
+        }
+        Event::PreferredReplicaElectionZNode => elect_leaders::start_znode(ctx, fx),
+        Event::LogDirEventNotification => log_dir_event::start(ctx, fx),
+        Event::OfflineReplicas { broker, partitions } => log_dir_event::offline(ctx, broker, partitions, now, fx),
+        Event::FailoverDone => timers::failover_done(ctx, now, fx),
         Event::WriteDecided {
             since,
             creates,

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::super::model::LeaderAndIsr;
-use super::world::World;
+use super::world::{locked, UncleanAsked, World};
 use crate::types::{BrokerId, ZkVersion};
 use crate::zk::fake::Write;
 use crate::zk::models::{TopicAssignment, ZNodePayload};
@@ -25,6 +25,24 @@ pub struct Checker {
     pub unclean: usize,
     /// Writes seen (for quiescence).
     pub writes: usize,
+    /// The controlled shutdowns accepted as of the end of the last step.
+    shutdowns: BTreeMap<BrokerId, (i32, u64)>,
+}
+
+/// What a state znode write may do, as the world stands.
+struct Allowed<'a> {
+    /// `unclean.leader.election.enable` is on.
+    unclean: bool,
+    asked: &'a mut UncleanAsked,
+    /// Brokers in controlled shutdown since before this step, by the epoch that accepted it.
+    shutting_down: BTreeMap<BrokerId, i32>,
+}
+
+/// (topic, partition) of a state znode path.
+fn state_key(path: &str) -> Option<(String, i32)> {
+    let rest = path.strip_prefix("/brokers/topics/")?.strip_suffix("/state")?;
+    let (topic, p) = rest.split_once("/partitions/")?;
+    Some((topic.to_string(), p.parse().ok()?))
 }
 
 fn epoch_of(data: &[u8]) -> i32 {
@@ -43,6 +61,21 @@ impl Checker {
     /// Checks every write since the last call.
     pub fn after_step(&mut self, world: &mut World) -> Result<(), String> {
         let admin = world.admin.session_id();
+        let now = locked(&world.shutdowns).accepted.clone();
+        // Only shutdowns accepted before this step and still standing: a write earlier in the
+        // step that accepted one may rightly have elected the broker.
+        let shutting_down = now
+            .iter()
+            .filter(|(b, v)| self.shutdowns.get(b) == Some(v))
+            .map(|(b, (epoch, _))| (*b, *epoch))
+            .collect();
+        let asked = world.unclean_asked.clone();
+        let mut asked = locked(&asked);
+        let mut allowed = Allowed {
+            unclean: world.unclean,
+            asked: &mut asked,
+            shutting_down,
+        };
         for w in world.admin.take_writes() {
             self.writes += 1;
             // `/controller` carries a wall-clock timestamp: left out so traces replay exactly.
@@ -54,12 +87,22 @@ impl Checker {
             world.log(format!("zk write s{} {} {data}", w.session, w.path));
             let owner = world.session_owner.get(&w.session).copied();
             self.check_deletion(&w, admin, &world.deleted)?;
-            self.check(&w, admin, owner, world.unclean)?;
+            self.check(&w, admin, owner, &mut allowed)?;
+        }
+        self.shutdowns = now;
+        // Every unclean election written was counted, and nothing else; but one whose write's
+        // reply was lost (one lost reply may cover several partitions) is not known to be written.
+        let counted = crate::controller::stats::UNCLEAN_COUNTED.with(|c| c.get());
+        if counted > self.unclean || (self.unclean > counted && world.lost_replies == 0) {
+            return Err(format!(
+                "{} unclean elections written but {counted} counted ({} write replies lost)",
+                self.unclean, world.lost_replies
+            ));
         }
         Ok(())
     }
 
-    fn check(&mut self, w: &Write, admin: i64, owner: Option<BrokerId>, unclean_allowed: bool) -> Result<(), String> {
+    fn check(&mut self, w: &Write, admin: i64, owner: Option<BrokerId>, allowed: &mut Allowed) -> Result<(), String> {
         let epoch_now = epoch_of(&w.controller_epoch);
         if w.path == paths::CONTROLLER_EPOCH {
             if let Some(before) = self.controller_epoch.filter(|e| epoch_now <= *e) {
@@ -106,8 +149,16 @@ impl Checker {
                 ));
             }
             if let Some(leader) = l.leader {
+                let shut = allowed.shutting_down.get(&leader) == Some(&l.controller_epoch);
+                if l.leader != prev.leader && shut && w.session != admin {
+                    return Err(format!(
+                        "{}: broker {leader} elected in epoch {} after that controller accepted its controlled shutdown",
+                        w.path, l.controller_epoch
+                    ));
+                }
                 if l.leader != prev.leader && !prev.isr.contains(&leader) {
-                    if !unclean_allowed {
+                    let asked = state_key(&w.path).is_some_and(|k| allowed.asked.allows(&k));
+                    if !allowed.unclean && !asked {
                         return Err(format!(
                             "{}: leader {leader} elected from outside the ISR {:?} with unclean election off",
                             w.path, prev.isr

@@ -10,13 +10,16 @@
 //! `/brokers/ids` znode goes and comes back), controller session expiry and re-election,
 //! zombie controllers (watches held while `/controller` moves), ZooKeeper disconnects, lost
 //! write replies, dropped and duplicated requests, log-dir failures, ISR changes by leaders,
-//! preferred elections, and topic creation, deletion and partition addition racing with all of
+//! preferred and unclean (ElectLeaders) elections, controlled shutdowns (after which the broker
+//! may exit), and topic creation, deletion and partition addition racing with all of
 //! them. [`invariants::Checker`] checks ZooKeeper's write log after every step (one
 //! controller's writes per epoch, epochs never backwards, leader in a non-empty ISR, no
-//! unclean election unless allowed, no illegal partition state change, a partition's state
-//! znode deleted only once every replica confirmed its StopReplica(delete)) and, once
-//! everything is healed and quiet, liveness (one controller, every partition led, and every
-//! deletion done: deletion completes once all replicas are reachable).
+//! election outside the ISR unless unclean election is on or an unclean ElectLeaders asked for
+//! it, every unclean election counted, no broker elected by the controller that accepted its
+//! controlled shutdown, no illegal partition state change, a partition's state znode deleted
+//! only once every replica confirmed its StopReplica(delete)) and, once everything is healed
+//! and quiet, liveness (one controller, every partition led, and every deletion done: deletion
+//! completes once all replicas are reachable).
 //!
 //! `cargo test --lib controller::sim` runs [`FIXED_SEEDS`]; `scripts/simulate --seeds N
 //! [--seed S]` runs more (the ignored `explore` test, reading `KASTLE_SIM_SEEDS` and
@@ -56,6 +59,7 @@ pub fn run(seed: u64, faults: usize) -> Outcome {
         };
     };
     super::state_changes::ILLEGAL_SEEN.with(|c| c.set(0));
+    super::stats::UNCLEAN_COUNTED.with(|c| c.set(0));
     runtime.block_on(async {
         let mut world = World::new(seed, BROKERS).await;
         let violation = drive(&mut world, faults).await.err();
@@ -75,6 +79,7 @@ async fn drive(world: &mut World, faults: usize) -> Result<(), String> {
     while injected < faults {
         world.step += 1;
         world.heal_cut_offs(false);
+        world.exit_shut_down(30);
         if world.rng.chance(50) {
             fault(world).await;
             injected += 1;
@@ -126,7 +131,7 @@ async fn fault(world: &mut World) {
     let n = world.brokers.len();
     let i = world.rng.below(n);
     let until = world.step + 1 + world.rng.below(8);
-    match world.rng.below(15) {
+    match world.rng.below(17) {
         0 | 1 => world.kill(i),
         2 | 3 => world.restart(i).await,
         4 => {
@@ -148,14 +153,25 @@ async fn fault(world: &mut World) {
         11 => world.delete_topic().await,
         12 => world.add_partition().await,
         13 => world.change_isr().await,
-        _ => world.elect_preferred().await,
+        14 => world.elect_preferred().await,
+        15 => world.controlled_shutdown(i).await,
+        _ => world.elect_unclean().await,
     }
 }
 
 /// Ends every fault: reconnects, restarts dead brokers and those with failed log dirs or lost
-/// requests (a restart reopens log dirs, and the controller re-sends to a restarted broker).
+/// requests (a restart reopens log dirs, and the controller re-sends to a restarted broker),
+/// after stopping brokers whose controlled shutdown was accepted (a real one then exits).
 async fn heal(world: &mut World) {
     world.heal_cut_offs(true);
+    for _ in 0..100 {
+        if world::locked(&world.shutdowns).in_flight == 0 {
+            break;
+        }
+        world.settle(20).await;
+    }
+    world.exit_shut_down(100);
+    world.settle(50).await;
     for i in 0..world.brokers.len() {
         let b = &world.brokers[i];
         if b.registered && (b.lost_request || !b.failed.is_empty()) {

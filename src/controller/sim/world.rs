@@ -3,6 +3,7 @@
 //! (late, out of order, twice, or never) and answers as a broker would; and the faults.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kafka_protocol::messages::stop_replica_response::StopReplicaPartitionError;
@@ -54,6 +55,49 @@ pub struct World {
     pub session_owner: BTreeMap<i64, BrokerId>,
     /// Replicas (topic, partition, broker) whose broker answered a StopReplica(delete).
     pub deleted: BTreeSet<(String, i32, BrokerId)>,
+    /// Brokers whose controlled shutdown the controller of that epoch accepted, until they
+    /// restart: that controller must not elect them.
+    pub shutdowns: Arc<Mutex<Shutdowns>>,
+    /// Unclean ElectLeaders asked for and answered: elections outside the ISR they allow.
+    pub unclean_asked: Arc<Mutex<UncleanAsked>>,
+    /// Write replies lost on purpose (an election written but never acknowledged is not counted).
+    pub lost_replies: usize,
+}
+
+/// Accepted controlled shutdowns: per broker, the controller epoch and a sequence number (a
+/// later acceptance is a different one).
+#[derive(Debug, Default, Clone)]
+pub struct Shutdowns {
+    next: u64,
+    /// Requests not answered yet.
+    pub in_flight: usize,
+    /// Brokers that asked, accepted or not, until they restart: a real one exits in the end
+    /// (after its retries), and the controller may hold it as shutting down either way.
+    pub asked: BTreeSet<BrokerId>,
+    pub accepted: BTreeMap<BrokerId, (i32, u64)>,
+}
+
+/// Unclean ElectLeaders requests: how many are in flight, and per partition how many elections
+/// answered ones granted.
+#[derive(Debug, Default)]
+pub struct UncleanAsked {
+    pub in_flight: usize,
+    pub granted: BTreeMap<(String, i32), usize>,
+}
+
+impl UncleanAsked {
+    /// Whether an unclean election of `key` was asked for (consuming one granted).
+    pub fn allows(&mut self, key: &(String, i32)) -> bool {
+        if let Some(n) = self.granted.get_mut(key).filter(|n| **n > 0) {
+            *n -= 1;
+            return true;
+        }
+        self.in_flight > 0
+    }
+}
+
+pub fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn config(id: BrokerId, unclean: bool) -> ControllerConfig {
@@ -100,6 +144,9 @@ impl World {
             next_topic: 0,
             session_owner: BTreeMap::new(),
             deleted: BTreeSet::new(),
+            shutdowns: Arc::default(),
+            unclean_asked: Arc::default(),
+            lost_replies: 0,
         };
         for i in 1..=brokers as i32 {
             let id = BrokerId(i);
@@ -207,6 +254,10 @@ impl World {
         b.lost_request = false;
         b.cut_off_until = None;
         let id = b.id;
+        let mut s = locked(&self.shutdowns);
+        s.accepted.remove(&id);
+        s.asked.remove(&id);
+        drop(s);
         self.log(format!("restart broker {id}"));
     }
 
@@ -253,6 +304,7 @@ impl World {
 
     pub fn lose_reply(&mut self, i: usize) {
         self.brokers[i].zk.lose_next_write_reply();
+        self.lost_replies += 1;
         let id = self.brokers[i].id;
         self.log(format!("lose next write reply of broker {id}"));
     }
@@ -341,6 +393,72 @@ impl World {
         self.log(format!("preferred election via broker {}", i + 1));
         tokio::spawn(async move {
             let _ = handle.elect_leaders(None, false).await;
+        });
+    }
+
+    /// A live broker asks the active controller for a controlled shutdown (broker epoch
+    /// unknown, or stale); an accepted one is remembered with the controller epoch it was
+    /// answered in, if that epoch did not change meanwhile.
+    pub async fn controlled_shutdown(&mut self, i: usize) {
+        let Some(c) = self.controller_id().await else { return };
+        let Some(controller) = self.brokers.iter().find(|b| b.id == c).map(|b| b.controller.clone()) else {
+            return;
+        };
+        let id = self.brokers[i].id;
+        if !self.brokers[i].registered {
+            return;
+        }
+        let epoch = if self.rng.chance(10) { 0 } else { -1 };
+        self.log(format!(
+            "controlled shutdown of {id} (epoch {epoch}) via controller {c}"
+        ));
+        let shutdowns = self.shutdowns.clone();
+        let mut s = locked(&shutdowns);
+        s.in_flight += 1;
+        s.asked.insert(id);
+        drop(s);
+        tokio::spawn(async move {
+            let before = controller.active_epoch();
+            let answer = controller.controlled_shutdown(id, epoch).await;
+            let after = controller.active_epoch();
+            let mut s = locked(&shutdowns);
+            s.in_flight -= 1;
+            if let (Ok(_), Some(e), true) = (&answer, before, before == after) {
+                s.next += 1;
+                let seq = s.next;
+                s.accepted.insert(id, (e.0, seq));
+            }
+        });
+    }
+
+    /// Brokers that asked for a controlled shutdown exit, each with `percent` % chance.
+    pub fn exit_shut_down(&mut self, percent: u32) {
+        let shutting: Vec<BrokerId> = locked(&self.shutdowns).asked.iter().copied().collect();
+        for id in shutting {
+            let i = (id.0 - 1) as usize;
+            if self.brokers[i].registered && self.rng.chance(percent) {
+                self.log(format!("broker {id} exits after its controlled shutdown"));
+                self.kill(i);
+            }
+        }
+    }
+
+    /// ElectLeaders UNCLEAN for every partition, via a random broker.
+    pub async fn elect_unclean(&mut self) {
+        let i = self.rng.below(self.brokers.len());
+        let handle = self.brokers[i].controller.clone();
+        self.log(format!("unclean election via broker {}", i + 1));
+        let asked = self.unclean_asked.clone();
+        locked(&asked).in_flight += 1;
+        tokio::spawn(async move {
+            let answer = handle.elect_leaders(None, true).await;
+            let mut asked = locked(&asked);
+            asked.in_flight -= 1;
+            for (key, outcome) in answer.unwrap_or_default() {
+                if outcome.is_ok() {
+                    *asked.granted.entry(key).or_default() += 1;
+                }
+            }
         });
     }
 
