@@ -161,6 +161,13 @@ async fn start_registered(
             offline: offline_with_reasons(&dirs.offline, &log_manager),
         });
     }
+    // SASL: the SCRAM credentials from /config/users before registering (once registered,
+    // nothing in start-up may fail on ZooKeeper, or a broker paused past its session would exit
+    // instead of re-registering), kept current by the `/config/changes` listener
+    // (`users/<u>` notifications).
+    let credentials = crate::security::sasl::credentials::CredentialCache::new();
+    crate::security::sasl::credentials::load(&zk, &credentials).await?;
+    dynamic_targets.credentials = Some(credentials.clone());
 
     let tls_servers = {
         // The dynamic `listener.name.<l>.ssl.*` keys included, as Kafka starts with them.
@@ -271,11 +278,6 @@ async fn start_registered(
     )
     .await;
     let _ = apis.controller.set(controller.clone());
-    // SASL: the SCRAM credentials from /config/users before serving, kept current by the
-    // `/config/changes` listener (`users/<u>` notifications).
-    let credentials = crate::security::sasl::credentials::CredentialCache::new();
-    crate::security::sasl::credentials::load(&zk, &credentials).await?;
-    dynamic_targets.credentials = Some(credentials.clone());
     let mut network = network_config(config);
     network.sasl = crate::network::authentication::SaslListeners(crate::security::sasl::config::sasl_listeners(
         config,
