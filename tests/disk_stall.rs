@@ -6,6 +6,9 @@
 //! would block both workers of this two-worker runtime, and nothing else would be answered.
 //! With two log dirs, a stalled one holds up only the produces into it: the other dir's
 //! partitions keep being appended to meanwhile (each dir has its own I/O thread and queue).
+//! A follower whose log dir stalls does its appends there too: the follower broker, on a
+//! runtime of one async worker, keeps answering and keeps its session while its fetcher waits
+//! for the disk, and catches up once the disk is back.
 
 mod common;
 
@@ -284,4 +287,206 @@ async fn a_stalled_log_dir_does_not_hold_up_appends_in_another_log_dir() {
         "appends in the healthy log dir waited for the stalled one: {latencies:?}"
     );
     broker.shutdown().await.expect("shutdown");
+}
+
+/// A runtime of its own for a second broker, shut down without waiting (also when the test
+/// fails: dropping a runtime inside another one would panic).
+struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl OwnRuntime {
+    fn one_worker() -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        OwnRuntime(Some(rt))
+    }
+
+    fn handle(&self) -> tokio::runtime::Handle {
+        self.0.as_ref().expect("runtime").handle().clone()
+    }
+}
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The follower broker runs on a runtime of one async worker: a follower append (or anything
+/// waiting for the partition's lock behind it) on that worker would freeze the whole broker
+/// for the stall, its ZooKeeper session (1.5 s) included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_whose_log_dir_stalls_keeps_answering_and_keeps_its_session() {
+    let chroot = unique_chroot("diskstall3");
+    let root = tempfile::tempdir().expect("tempdir");
+    let connect = zookeeper().connect(&chroot);
+    let start = |spec: BrokerSpec, dir: std::path::PathBuf| {
+        let pairs = spec.pairs(&dir);
+        async move {
+            let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Broker::start(&KafkaConfig::from_pairs(&refs).expect("config"))
+                .await
+                .expect("start")
+        }
+    };
+    let leader = start(BrokerSpec::new(7, &connect), root.path().join("leader")).await;
+    let follower_rt = OwnRuntime::one_worker();
+    let follower_dir = root.path().join("follower");
+    let follower = follower_rt
+        .handle()
+        .spawn(start(
+            BrokerSpec::new(8, &connect).session_timeout_ms(1_500),
+            follower_dir.clone(),
+        ))
+        .await
+        .expect("follower start");
+    let leader_addr = format!("127.0.0.1:{}", leader.advertised_endpoints()[0].port);
+    let follower_addr = format!("127.0.0.1:{}", follower.advertised_endpoints()[0].port);
+    let zk = follower.zk_session().clone();
+    wait_until(Duration::from_secs(20), "both brokers registered", || async {
+        zk.children("/brokers/ids").await.is_ok_and(|ids| ids.len() == 2)
+    })
+    .await;
+    zk.create(
+        "/brokers/topics/followed",
+        br#"{"version":1,"partitions":{"0":[7,8]}}"#,
+        CreateMode::Persistent,
+    )
+    .await
+    .expect("topic");
+    let tp = TopicPartition {
+        topic: "followed".into(),
+        partition: 0,
+    };
+    wait_until(
+        Duration::from_secs(20),
+        "7 to lead followed-0 and 8 to follow it",
+        || async {
+            leader.replica_manager().partition(&tp).is_some_and(|p| p.is_leader())
+                && follower
+                    .replica_manager()
+                    .partition(&tp)
+                    .is_some_and(|p| !p.is_leader())
+        },
+    )
+    .await;
+    let mut producer = Wire::connect(&leader_addr).await;
+    assert_eq!(first_error(&producer.send(&produce_to("followed"), 7).await), 0);
+    let leo = |broker: &kastle::server::BrokerHandle| {
+        broker
+            .replica_manager()
+            .partition(&tp)
+            .map_or(-1, |p| p.log_end_offset())
+    };
+    wait_until(
+        Duration::from_secs(20),
+        "the follower to replicate the first record",
+        || async { leo(&follower) == 1 },
+    )
+    .await;
+    let mut probe = Wire::connect(&follower_addr).await;
+    let registered = zk.exists("/brokers/ids/8").await.expect("exists").expect("registered");
+    let epoch = follower.broker_epoch();
+    let mut session_events = zk.subscribe();
+
+    follower.log_manager().faults().stall_dir(&follower_dir, STALL);
+    let started = Instant::now();
+    // Records for the follower to append into its stalled dir, one produce after another.
+    let produced = tokio::spawn(async move {
+        let mut n = 0;
+        while started.elapsed() < STALL * 2 {
+            assert_eq!(first_error(&producer.send(&produce_to("followed"), 7).await), 0);
+            n += 1;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        n
+    });
+    let mut latencies = Vec::new();
+    let mut pace = tokio::time::interval(Duration::from_millis(20));
+    let mut answered = tokio::time::Instant::now();
+    // Once the follower is into its first stalled append, a read of its LEO (off the test's
+    // async workers) waits for the partition's lock until that write ends.
+    let mut locked_read = None;
+    while started.elapsed() < STALL * 2 + STALL / 4 {
+        if locked_read.is_none() && started.elapsed() >= STALL / 4 {
+            let p = follower.replica_manager().partition(&tp).expect("hosted");
+            locked_read = Some(tokio::task::spawn_blocking(move || {
+                p.log_end_offset();
+                started.elapsed()
+            }));
+        }
+        let due = pace.tick().await.max(answered);
+        match tokio::time::timeout(STALL * 2, probe.send(&ApiVersionsRequest::default(), 2)).await {
+            Ok(versions) => assert_eq!(versions.error_code, 0),
+            Err(_) => {
+                latencies.push(due.elapsed());
+                break;
+            }
+        }
+        latencies.push(due.elapsed());
+        let sent = tokio::time::Instant::now();
+        match tokio::time::timeout(STALL * 2, probe.send(&MetadataRequest::default().with_topics(None), 12)).await {
+            Ok(metadata) => assert_eq!(metadata.brokers.len(), 2),
+            Err(_) => {
+                latencies.push(sent.elapsed());
+                break;
+            }
+        }
+        latencies.push(sent.elapsed());
+        answered = tokio::time::Instant::now();
+    }
+    let read_at = match locked_read {
+        Some(read) => read.await.expect("LEO reader"),
+        None => Duration::ZERO,
+    };
+    follower.log_manager().faults().stall_dir(&follower_dir, Duration::ZERO);
+    let produced = produced.await.expect("producer task");
+    wait_until(
+        Duration::from_secs(20),
+        "the follower to catch up after the stall",
+        || async { leo(&follower) == 1 + produced },
+    )
+    .await;
+    assert_eq!(leo(&leader), 1 + produced);
+
+    let now = zk.exists("/brokers/ids/8").await.ok().flatten().map(|s| s.czxid);
+    let mut ended = Vec::new();
+    while let Ok(event) = session_events.try_recv() {
+        if let SessionEvent::Ended { state, .. } = event {
+            ended.push(state);
+        }
+    }
+    let late: Vec<&Duration> = latencies.iter().filter(|l| **l > ANSWER_WITHIN).collect();
+    let worst = latencies.iter().max().copied().unwrap_or_default();
+    eprintln!(
+        "{} follower answers during the stall ({produced} records produced, the follower's LEO readable after {read_at:?}): worst {worst:?}, {} over {ANSWER_WITHIN:?}",
+        latencies.len(),
+        late.len()
+    );
+    assert!(
+        read_at >= STALL,
+        "the follower's append waited for its stalled disk (its log was free after {read_at:?})"
+    );
+    assert!(
+        late.len() * 1000 <= latencies.len() * LATE_PER_MILLE && worst <= NEVER_LATER_THAN,
+        "the follower broker was held up by its stalled disk: late answers {late:?}"
+    );
+    assert!(ended.is_empty(), "the follower's ZooKeeper session ended: {ended:?}");
+    assert_eq!(
+        now,
+        Some(registered.czxid),
+        "the follower's registration was lost or renewed"
+    );
+    assert_eq!(follower.broker_epoch(), epoch);
+    follower_rt
+        .handle()
+        .spawn(follower.shutdown())
+        .await
+        .expect("follower shutdown task")
+        .expect("follower shutdown");
+    leader.shutdown().await.expect("shutdown");
 }

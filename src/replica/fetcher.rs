@@ -11,9 +11,12 @@
 //! [`FetcherManager::add`] / [`FetcherManager::remove`]; every append is checked against the
 //! leader epoch the partition was added with, so a late response never lands after a change.
 //! A live `num.replica.fetchers` change ([`FetcherManager::resize`]) re-hashes every partition
-//! onto the new task count and stops the tasks left idle.
+//! onto the new task count and stops the tasks left idle. The tasks' disk work (fetch
+//! positions, appends, truncations, log-start moves) runs on the log dirs' I/O threads
+//! ([`follower_io`]), a whole response's worth per dir in one operation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +29,10 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+mod follower_io;
+
+use self::follower_io::{Action, DirWork, Fetched, Position, Wanted};
+use super::io::IoExecutor;
 use super::partition::{FollowerError, Partition};
 use crate::client::{
     BrokerConnection, ClientError, ConnectionConfig, ConnectionSecurity, FetchSessionHandler, SessionFetch,
@@ -73,17 +80,6 @@ struct Fetching {
     retry_at: Option<Instant>,
 }
 
-/// Where one partition's fetch starts.
-#[derive(Debug)]
-struct Position {
-    tp: TopicPartition,
-    partition: Arc<Partition>,
-    leader_epoch: i32,
-    leo: i64,
-    last_epoch: i32,
-    log_start: i64,
-}
-
 #[derive(Debug, Default)]
 struct TaskShared {
     partitions: Mutex<HashMap<TopicPartition, Fetching>>,
@@ -116,6 +112,8 @@ struct Pool {
 #[derive(Debug)]
 pub struct FetcherManager {
     config: FetcherConfig,
+    /// Where the fetchers' disk work runs (the ReplicaManager's, one thread per log dir).
+    io: Arc<IoExecutor>,
     pool: Mutex<Pool>,
 }
 
@@ -135,10 +133,11 @@ pub fn fetcher_index(tp: &TopicPartition, n: usize) -> usize {
 }
 
 impl FetcherManager {
-    pub fn new(config: FetcherConfig) -> Self {
+    pub fn new(config: FetcherConfig, io: Arc<IoExecutor>) -> Self {
         let per_leader = config.num_fetchers.max(1);
         FetcherManager {
             config,
+            io,
             pool: Mutex::new(Pool {
                 per_leader,
                 tasks: HashMap::new(),
@@ -160,7 +159,13 @@ impl FetcherManager {
         }
         pool.tasks.entry(key).or_insert_with(|| {
             let shared = Arc::new(TaskShared::default());
-            let handle = tokio::spawn(run_task(self.config.clone(), key.0, addr.to_string(), shared.clone()));
+            let handle = tokio::spawn(run_task(
+                self.config.clone(),
+                self.io.clone(),
+                key.0,
+                addr.to_string(),
+                shared.clone(),
+            ));
             tracing::info!(leader = %key.0, %addr, index = key.1, "started replica fetcher");
             FetcherTask {
                 addr: addr.to_string(),
@@ -288,8 +293,10 @@ fn remove_from(pool: &mut Pool, tps: &[TopicPartition]) {
     });
 }
 
-/// One fetcher task's loop.
-async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared: Arc<TaskShared>) {
+/// One fetcher task's loop. Its disk work (positions, appends, truncations) runs on the log
+/// dirs' I/O threads ([`follower_io`]); the task only awaits it, so a stalled dir never holds up
+/// an async worker.
+async fn run_task(config: FetcherConfig, io: Arc<IoExecutor>, leader: BrokerId, addr: String, shared: Arc<TaskShared>) {
     let conn_config = ConnectionConfig {
         connect_timeout: config.socket_timeout.min(Duration::from_secs(10)),
         request_timeout: config.socket_timeout,
@@ -300,13 +307,19 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
     let mut conn: Option<BrokerConnection> = None;
     let mut session: FetchSessionHandler<SentPartition> = FetchSessionHandler::new();
     let mut lags: HashMap<TopicPartition, i64> = HashMap::new();
+    // Positions taken on the I/O threads at the end of the last round (after its appends).
+    let mut known: HashMap<TopicPartition, Position> = HashMap::new();
     loop {
         let now = Instant::now();
-        let ready: Vec<(TopicPartition, Arc<Partition>, i32)> = shared
+        let ready: Vec<Wanted> = shared
             .partitions()
             .iter()
             .filter(|(_, f)| f.retry_at.is_none_or(|t| t <= now))
-            .map(|(tp, f)| (tp.clone(), f.partition.clone(), f.leader_epoch))
+            .map(|(tp, f)| Wanted {
+                tp: tp.clone(),
+                partition: f.partition.clone(),
+                leader_epoch: f.leader_epoch,
+            })
             .collect();
         if ready.is_empty() {
             let next = shared.partitions().values().filter_map(|f| f.retry_at).min();
@@ -333,20 +346,7 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
                 }
             },
         };
-        let positions: Vec<Position> = ready
-            .into_iter()
-            .map(|(tp, partition, leader_epoch)| {
-                let (leo, last_epoch, log_start) = partition.fetch_position();
-                Position {
-                    tp,
-                    partition,
-                    leader_epoch,
-                    leo,
-                    last_epoch,
-                    log_start,
-                }
-            })
-            .collect();
+        let positions = take_positions(&io, &mut known, ready).await;
         let request = fetch_request(&config, session.build(sent_partitions(&config, &positions)));
         let response = match c.send(request, 12).await {
             Ok(r) => r,
@@ -386,6 +386,18 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
         let mut delayed = Vec::new();
         let mut out_of_range = Vec::new();
         let mut failed = Vec::new();
+        // Per log dir: this response's answers there, then every fetched partition's position.
+        let mut work: BTreeMap<PathBuf, DirWork> = BTreeMap::new();
+        for p in &positions {
+            work.entry(p.partition.log_dir().to_path_buf())
+                .or_default()
+                .wanted
+                .push(Wanted {
+                    tp: p.tp.clone(),
+                    partition: p.partition.clone(),
+                    leader_epoch: p.leader_epoch,
+                });
+        }
         for topic in response.responses {
             let name = topic.topic.0.to_string();
             for data in topic.partitions {
@@ -393,9 +405,9 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
                     topic: name.clone(),
                     partition: data.partition_index,
                 };
-                let Some(Position {
-                    partition,
-                    leader_epoch: epoch,
+                let Some(&Position {
+                    ref partition,
+                    leader_epoch,
                     leo,
                     ..
                 }) = by_tp.get(&tp).copied()
@@ -408,7 +420,7 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
                 match data.error_code {
                     ec::NONE => {}
                     ec::OFFSET_OUT_OF_RANGE => {
-                        out_of_range.push((tp, partition.clone(), *epoch));
+                        out_of_range.push((tp, partition.clone(), leader_epoch));
                         continue;
                     }
                     code => {
@@ -417,40 +429,54 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
                         continue;
                     }
                 }
-                let result = if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
-                    partition
-                        .truncate_on_divergence(*epoch, (data.diverging_epoch.epoch, data.diverging_epoch.end_offset))
-                        .map(|_| ())
+                let action = if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
+                    Action::Truncate((data.diverging_epoch.epoch, data.diverging_epoch.end_offset))
                 } else {
                     let records = data.records.unwrap_or_default();
                     let whole = complete_batches(&records);
-                    partition
-                        .append_as_follower(*epoch, *leo, &records[..whole], data.high_watermark, now_ms())
-                        .map(|_| ())
+                    Action::Append(records.slice(..whole))
                 };
-                // Kafka's fetcher: the leader's log start (DeleteRecords, retention) becomes ours.
-                let result = result.and_then(|()| {
-                    if data.log_start_offset >= 0 {
-                        partition.follow_leader_log_start(*epoch, data.log_start_offset)?;
-                    }
-                    Ok(())
-                });
-                match result {
-                    Ok(()) => {
-                        lags.insert(tp.clone(), data.high_watermark - partition.log_end_offset());
-                    }
-                    Err(FollowerError::NotFollowing) | Err(FollowerError::Moved) => {}
-                    Err(FollowerError::Log(e)) => {
-                        tracing::error!(partition = %tp, error = %e, "follower cannot write its log; stops fetching it");
-                        failed.push(tp);
+                work.entry(partition.log_dir().to_path_buf())
+                    .or_default()
+                    .fetched
+                    .push(Fetched {
+                        tp,
+                        partition: partition.clone(),
+                        leader_epoch,
+                        fetch_offset: leo,
+                        action,
+                        leader_high_watermark: data.high_watermark,
+                        leader_log_start: data.log_start_offset,
+                    });
+            }
+        }
+        for (dir, dir_work) in work {
+            let tps: Vec<TopicPartition> = dir_work.fetched.iter().map(|f| f.tp.clone()).collect();
+            match io.run(Some(&dir), move || dir_work.run()).await {
+                Ok((applied, positions)) => {
+                    known.extend(positions.into_iter().map(|p| (p.tp.clone(), p)));
+                    for a in applied {
+                        match a.result {
+                            Ok(leo) => {
+                                lags.insert(a.tp, a.leader_high_watermark - leo);
+                            }
+                            Err(FollowerError::NotFollowing) | Err(FollowerError::Moved) => {}
+                            Err(FollowerError::Log(e)) => {
+                                tracing::error!(partition = %a.tp, error = %e, "follower cannot write its log; stops fetching it");
+                                failed.push(a.tp);
+                            }
+                        }
                     }
                 }
+                // The work panicked (logged there): its partitions back off.
+                Err(_) => delayed.extend(tps),
             }
         }
         let max_lag = lags.values().copied().max().unwrap_or(0);
         shared.max_lag.store(max_lag.max(0), Ordering::Relaxed);
         for (tp, partition, epoch) in out_of_range {
-            match handle_out_of_range(c, &config, &tp, &partition, epoch).await {
+            known.remove(&tp);
+            match handle_out_of_range(c, &io, &config, &tp, &partition, epoch).await {
                 Ok(()) => {}
                 Err(why) => {
                     tracing::warn!(partition = %tp, %why, "cannot reset an out-of-range follower; backing off");
@@ -466,9 +492,37 @@ async fn run_task(config: FetcherConfig, leader: BrokerId, addr: String, shared:
             }
         }
         for tp in failed {
+            known.remove(&tp);
             parts.remove(&tp);
         }
     }
+}
+
+/// Where each ready partition's fetch starts: from the last round's positions when taken in
+/// the same leader epoch, the rest read on their dirs' I/O threads. Ready partitions whose
+/// position cannot be read (the work panicked) sit this round out. What is not fetched now is
+/// forgotten, so the next round reads it afresh.
+async fn take_positions(
+    io: &IoExecutor,
+    known: &mut HashMap<TopicPartition, Position>,
+    ready: Vec<Wanted>,
+) -> Vec<Position> {
+    let mut positions = Vec::with_capacity(ready.len());
+    let mut missing = Vec::new();
+    for w in ready {
+        match known.remove(&w.tp) {
+            Some(p) if p.leader_epoch == w.leader_epoch && Arc::ptr_eq(&p.partition, &w.partition) => positions.push(p),
+            _ => missing.push(w),
+        }
+    }
+    known.clear();
+    for (dir, wanted) in follower_io::by_dir(missing, |w| w.partition.log_dir().to_path_buf()) {
+        match io.run(Some(&dir), move || follower_io::positions(wanted)).await {
+            Ok(read) => positions.extend(read),
+            Err(_) => tracing::warn!(dir = %dir.display(), "cannot read follower fetch positions; retrying next round"),
+        }
+    }
+    positions
 }
 
 /// What a follower fetch lists for one partition (compared by the session to decide whether
@@ -558,16 +612,25 @@ fn complete_batches(records: &[u8]) -> usize {
 
 /// Kafka's `fetchOffsetAndTruncate`: asks the leader for its LEO and log start (as a replica)
 /// and truncates or restarts the local log to fit.
+/// The truncation runs on the partition's log dir I/O thread.
 async fn handle_out_of_range(
     conn: &BrokerConnection,
+    io: &IoExecutor,
     config: &FetcherConfig,
     tp: &TopicPartition,
-    partition: &Partition,
+    partition: &Arc<Partition>,
     epoch: i32,
 ) -> Result<(), String> {
     let leader_leo = list_offset(conn, config, tp, epoch, -1).await?;
     let leader_start = list_offset(conn, config, tp, epoch, -2).await?;
-    match partition.reset_out_of_range(epoch, leader_leo, leader_start, now_ms()) {
+    let p = Arc::clone(partition);
+    let reset = io
+        .run(Some(partition.log_dir()), move || {
+            p.reset_out_of_range(epoch, leader_leo, leader_start, now_ms())
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    match reset {
         Ok(()) | Err(FollowerError::NotFollowing) | Err(FollowerError::Moved) => Ok(()),
         Err(FollowerError::Log(e)) => Err(e.to_string()),
     }

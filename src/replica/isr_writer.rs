@@ -59,6 +59,7 @@ pub async fn run<S: ZkStore + Clone>(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut writes: JoinSet<(IsrProposal, IsrWriteOutcome)> = JoinSet::new();
+    let mut completions: JoinSet<()> = JoinSet::new();
     let mut pending: BTreeSet<TopicPartition> = BTreeSet::new();
     let (mut last_change, mut last_sent) = (now_ms(), now_ms());
     let mut tick = tokio::time::interval(config.check_interval);
@@ -79,8 +80,12 @@ pub async fn run<S: ZkStore + Clone>(
                     pending.insert(proposal.tp.clone());
                     last_change = now_ms();
                 }
-                rm.complete_isr_change(&proposal, outcome, now_ms());
+                // Takes the partition's lock (and its log's, to move the HW), which an append
+                // stuck in a slow disk may hold: on the partition's I/O thread, not here.
+                let rm = rm.clone();
+                completions.spawn(async move { rm.complete_isr_change_off_workers(proposal, outcome).await });
             }
+            Some(_) = completions.join_next(), if !completions.is_empty() => {}
             _ = tick.tick() => {
                 let now = now_ms();
                 if should_propagate(&config, !pending.is_empty(), last_change, last_sent, now) {

@@ -73,7 +73,7 @@ pub struct ReplicaManager {
     /// Parked fetches and acks=all produces, keyed by partition.
     purgatory: Arc<Purgatory>,
     /// Where disk work runs: one thread and queue per log dir.
-    io: IoExecutor,
+    io: Arc<IoExecutor>,
     /// Bumped whenever a hosted partition may have gained or lost leadership (LeaderAndIsr, a
     /// state znode applied, StopReplica, a failed log dir): what the group coordinator watches.
     leadership: watch::Sender<u64>,
@@ -111,6 +111,7 @@ impl ReplicaManager {
             local,
             ..config.fetcher.clone()
         };
+        let io = Arc::new(IoExecutor::default());
         ReplicaManager {
             local,
             log_manager,
@@ -119,9 +120,9 @@ impl ReplicaManager {
             broker_epoch: AtomicI64::new(-1),
             config,
             purgatory: Arc::new(Purgatory::default()),
-            io: IoExecutor::default(),
+            io: io.clone(),
             leadership: watch::channel(0).0,
-            fetchers: FetcherManager::new(fetcher_config),
+            fetchers: FetcherManager::new(fetcher_config, io),
             endpoints: RwLock::new(HashMap::new()),
             isr_writer: Mutex::new(None),
             checkpointed_hws: Mutex::new(checkpointed_hws),
@@ -447,6 +448,31 @@ impl ReplicaManager {
         }
         // The HW may have moved with the new ISR, or the ISR fallen below min.insync.replicas.
         self.partition_changed(&partition);
+    }
+
+    /// [`Self::complete_isr_change`] without taking any partition's lock on the calling async
+    /// worker: the partition's part runs on its log dir's I/O thread, and a newer state found in
+    /// ZooKeeper is applied on the blocking pool (it may truncate the log and start fetchers).
+    pub async fn complete_isr_change_off_workers(self: &Arc<Self>, proposal: IsrProposal, outcome: IsrWriteOutcome) {
+        let Some(partition) = self.partition(&proposal.tp) else {
+            return;
+        };
+        let rm = Arc::clone(self);
+        let dir = partition.log_dir().to_path_buf();
+        let tp = proposal.tp.clone();
+        let newer = self
+            .run_io(Some(&dir), move || {
+                let newer = partition.complete_isr_update(&proposal, outcome, rm.min_insync_replicas(&proposal.tp));
+                // The HW may have moved with the new ISR, or the ISR fallen below min.insync.replicas.
+                rm.partition_changed(&partition);
+                newer
+            })
+            .await;
+        if let Ok(Some(newer)) = newer {
+            let rm = Arc::clone(self);
+            let _ =
+                tokio::task::spawn_blocking(move || rm.apply_stored_state(&tp, &newer, crate::clock::now_ms())).await;
+        }
     }
 
     /// Kafka's `isr-expiration` task: shrinks the ISR of every led partition whose followers
