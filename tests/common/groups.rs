@@ -69,6 +69,11 @@ else:
         if m is None or m.error():
             continue
         out("RECORD", m.partition(), m.offset(), m.value().decode(), m.topic())
+        if os.environ.get("KASTLE_MEMBER_COMMIT") == "async":
+            # The soak's member: a synchronous commit there was seen to block the app thread for
+            # good while librdkafka kept heartbeating (the coordinator had moved several times).
+            c.commit(message=m, asynchronous=True)
+            continue
         while True:
             try:
                 c.commit(message=m, asynchronous=False)
@@ -138,6 +143,22 @@ impl Member {
         instance: &str,
         strategy: &str,
     ) -> Member {
+        Member::start_with_env(kind, bootstrap, topic, group, session_ms, instance, strategy, &[])
+    }
+
+    /// [`Member::start_with`] with environment variables for the member's process
+    /// (`KASTLE_MEMBER_COMMIT=async`: confluent-kafka commits asynchronously).
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_with_env(
+        kind: &str,
+        bootstrap: &str,
+        topic: &str,
+        group: &str,
+        session_ms: u32,
+        instance: &str,
+        strategy: &str,
+        env: &[(&str, &str)],
+    ) -> Member {
         let dir = tempfile::tempdir().expect("tempdir");
         let stop_file = dir.path().join("stop");
         let mut child = Command::new(super::python())
@@ -145,6 +166,7 @@ impl Member {
             .arg(&stop_file)
             .arg(session_ms.to_string())
             .args([instance, strategy])
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

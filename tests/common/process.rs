@@ -116,7 +116,15 @@ impl BrokerProcess {
     pub fn start_in(spec: &BrokerSpec, dir: tempfile::TempDir, log_dir: PathBuf) -> BrokerProcess {
         let config = dir.path().join("broker.yaml");
         std::fs::write(&config, spec.yaml(&log_dir)).expect("write config");
-        let stderr = std::fs::File::create(dir.path().join("stderr.log")).expect("stderr file");
+        // A restart keeps the earlier incarnations' logs as stderr.1.log, stderr.2.log, ...
+        // (stderr() reads the current one only).
+        let current = dir.path().join("stderr.log");
+        if current.exists() {
+            if let Some(n) = (1..).find(|n| !dir.path().join(format!("stderr.{n}.log")).exists()) {
+                let _ = std::fs::rename(&current, dir.path().join(format!("stderr.{n}.log")));
+            }
+        }
+        let stderr = std::fs::File::create(&current).expect("stderr file");
         let kastle = env!("CARGO_BIN_EXE_kastle");
         let mut command = match spec.prefix.split_first() {
             Some((program, args)) => {
