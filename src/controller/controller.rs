@@ -268,10 +268,4 @@ impl<S: ControllerStore> Controller<S> {
     async fn on_broker_change(&mut self) -> Result<(), ControllerZkError> {
         self.run_core(core::Event::BrokerChange).await
     }
-
-    /// Kafka's onNewPartitionCreation for partitions just added to the context's assignment,
-    /// in the core ([`core::topic_change::new_partitions`]).
-    pub(super) async fn on_new_partitions(&mut self, partitions: &[(String, i32)]) -> Result<(), ControllerZkError> {
-        self.run_core(core::Event::NewPartitions(partitions.to_vec())).await
-    }
 }

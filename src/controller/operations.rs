@@ -1,17 +1,14 @@
 //! The controller's operator-facing work: controlled shutdown, preferred and unclean leader
-//! elections (ElectLeaders, `/admin/preferred_replica_election`), log-dir failures (each of
-//! those decided in [`super::core`]; these are the shell's entry points) and CreatePartitions.
-//! Same event loop and rules as [`super::controller`]: decide with pure functions, write
-//! ZooKeeper fenced, then announce. Topic deletion is `topic_deletion`'s; the auto leader
+//! elections (ElectLeaders, `/admin/preferred_replica_election`), log-dir failures and
+//! CreatePartitions. Each is decided in [`super::core`]; these are the shell's entry points,
+//! which hand the core its event and the answer back to whoever asked. The auto leader
 //! rebalance is a core timer ([`super::core::timers`]).
-
-use std::collections::{BTreeMap, BTreeSet};
 
 use super::controller::{Controller, ShutdownError};
 use super::core;
 use super::error::ControllerError;
 use super::store::ControllerStore;
-use super::zk_ops::{self, ControllerZkError};
+use super::zk_ops::ControllerZkError;
 use crate::types::BrokerId;
 
 impl<S: ControllerStore> Controller<S> {
@@ -67,84 +64,36 @@ impl<S: ControllerStore> Controller<S> {
         self.run_core(core::Event::OfflineReplicas { broker, partitions }).await
     }
 
-    /// CreatePartitions: validates the new count (and explicit replicas), places the new
-    /// partitions with Kafka's assignment continuing the existing pattern, rewrites the topic
-    /// znode (fenced, conditional), and elects leaders for the new partitions.
+    /// CreatePartitions, in the core ([`core::create_partitions`]): validated, placed, written
+    /// and created there. Answered once the assignment is written; a later failure (electing the
+    /// new partitions) is the event's error, and the partitions exist already.
     pub(super) async fn on_create_partitions(
         &mut self,
         topic: &str,
         count: i32,
-        explicit: Option<Vec<Vec<BrokerId>>>,
+        assignments: Option<Vec<Vec<BrokerId>>>,
         validate_only: bool,
     ) -> Result<Result<(), ControllerError>, ControllerZkError> {
-        use super::assignment::{assign_replicas_to_brokers, BrokerMetadata, PlacementStart, RackAwareMode};
-        use ControllerError::{InvalidPartitions, InvalidReplicaAssignment, InvalidReplicationFactor, NotController};
-        let Some(active) = self.active.as_ref() else {
-            return Ok(Err(NotController));
-        };
-        let Some(info) = active.ctx.topics.get(topic).cloned() else {
-            return Ok(Err(ControllerError::UnknownTopicOrPartition));
-        };
-        let current = info.assignment.len() as i32;
-        if count <= current {
-            return Ok(Err(InvalidPartitions));
+        if self.active.is_none() {
+            return Ok(Err(ControllerError::NotController));
         }
-        let rf = info.assignment.values().next().map_or(1, Vec::len);
-        let live: Vec<BrokerMetadata> = active
-            .ctx
-            .live_brokers
-            .values()
-            .map(|b| BrokerMetadata {
-                id: b.id,
-                rack: b.registration.rack.clone(),
-            })
-            .collect();
-        let added: BTreeMap<i32, Vec<BrokerId>> = match explicit {
-            Some(lists) => {
-                let ok = lists.len() as i32 == count - current
-                    && lists.iter().all(|r| {
-                        r.len() == rf
-                            && r.iter().collect::<BTreeSet<_>>().len() == r.len()
-                            && r.iter().all(|b| active.ctx.is_live(*b))
-                    });
-                if !ok {
-                    return Ok(Err(InvalidReplicaAssignment));
-                }
-                lists
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, r)| (current + i as i32, r))
-                    .collect()
+        let request = core::create_partitions::Request {
+            topic: topic.to_string(),
+            count,
+            assignments,
+            validate_only,
+        };
+        match self
+            .run_core_replying(core::Input::Event(core::Event::CreatePartitions(request)))
+            .await
+        {
+            (Some(core::Reply::CreatePartitions(result)), Err(e)) => {
+                tracing::warn!(topic, error = %e, "partitions added, but creating them failed");
+                Ok(result)
             }
-            None => {
-                let seed = uuid::Uuid::new_v4().as_u128();
-                let n = live.len().max(1) as u128;
-                let start = PlacementStart {
-                    index: (seed % n) as usize,
-                    shift: ((seed >> 64) % n) as usize,
-                    first_partition: current,
-                };
-                match assign_replicas_to_brokers(&live, count - current, rf as i32, RackAwareMode::Enforced, start) {
-                    Ok(a) => a,
-                    Err(_) => return Ok(Err(InvalidReplicationFactor)),
-                }
-            }
-        };
-        if validate_only {
-            return Ok(Ok(()));
+            (Some(core::Reply::CreatePartitions(result)), Ok(())) => Ok(result),
+            (_, Err(e)) => Err(e),
+            (_, Ok(())) => Ok(Err(ControllerError::NotController)),
         }
-        let mut full = info.assignment.clone();
-        full.extend(added.clone());
-        zk_ops::write_assignment(&self.zk, active.epoch_version, topic, &full).await?;
-        let Some(active) = self.active.as_mut() else {
-            return Ok(Err(NotController));
-        };
-        if let Some(t) = active.ctx.topics.get_mut(topic) {
-            t.assignment = full;
-        }
-        let new: Vec<(String, i32)> = added.keys().map(|p| (topic.to_string(), *p)).collect();
-        tracing::info!(topic, from = current, to = count, "partitions added");
-        self.on_new_partitions(&new).await?;
-        Ok(Ok(()))
     }
 }

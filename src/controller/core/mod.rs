@@ -17,7 +17,7 @@
 //! (onControllerFailover after stale notifications are gone), [`controlled_shutdown`]
 //! (ControlledShutdown), [`elect_leaders`] (ElectLeaders, `/admin/preferred_replica_election`,
 //! auto leader rebalance), [`log_dir_event`] (LogDirEventNotification and the replicas brokers
-//! answer KAFKA_STORAGE_ERROR for), [`timers`] (what fires on time), and [`elect`], the election every family ends in
+//! answer KAFKA_STORAGE_ERROR for), [`create_partitions`] (CreatePartitions), [`timers`] (what fires on time), and [`elect`], the election every family ends in
 //! (decide on the cache, re-read, read unclean-election configs where only an unclean leader
 //! is left, decide again, write fenced, record, announce). The families still in the async
 //! shell enter the core through [`Event::Elect`] and [`Event::WriteDecided`]. [`announce`]
@@ -31,6 +31,9 @@
 pub mod announce;
 pub mod broker_change;
 pub mod controlled_shutdown;
+pub mod create_partitions;
+#[cfg(test)]
+mod create_partitions_tests;
 pub mod elect;
 pub mod elect_leaders;
 pub mod failover;
@@ -114,9 +117,10 @@ pub enum Event {
     Failover,
     /// `/brokers/topics` changed (Kafka's TopicChange).
     TopicChange,
-    /// Partitions just added to the context's assignment (CreatePartitions): Kafka's
-    /// onNewPartitionCreation.
+    /// Partitions just added to the context's assignment: Kafka's onNewPartitionCreation.
     NewPartitions(Vec<Key>),
+    /// CreatePartitions for one topic (answered with [`Reply::CreatePartitions`]).
+    CreatePartitions(create_partitions::Request),
     /// `/brokers/topics/<topic>` changed (Kafka's PartitionModifications).
     PartitionModifications { topic: String },
     /// `/admin/delete_topics` changed, or something that may unblock a deletion happened
@@ -268,6 +272,8 @@ pub enum Reply {
     ControlledShutdown(Result<Vec<Key>, ControllerError>),
     /// ElectLeaders: each partition's outcome (`Ok` = elected).
     ElectLeaders(Vec<(Key, Result<(), ControllerError>)>),
+    /// CreatePartitions: added (or valid, for `validate_only`), or why not.
+    CreatePartitions(Result<(), ControllerError>),
 }
 
 /// Where the core is within an event: what its next input answers.
@@ -286,6 +292,7 @@ pub enum Pending {
     ControlledShutdown(controlled_shutdown::Waiting),
     ElectLeaders(elect_leaders::Waiting),
     LogDir(log_dir_event::Waiting),
+    CreatePartitions(create_partitions::Waiting),
 }
 
 /// Advances the core by one input: updates `ctx` and returns what to do.
@@ -304,6 +311,7 @@ pub fn step(ctx: &mut ControllerContext, input: Input, now: Instant) -> Effects 
         (Pending::ControlledShutdown(w), input) => controlled_shutdown::resume(ctx, w, input, now, &mut fx),
         (Pending::ElectLeaders(w), input) => elect_leaders::resume(ctx, w, input, now, &mut fx),
         (Pending::LogDir(w), input) => log_dir_event::resume(ctx, w, input, now, &mut fx),
+        (Pending::CreatePartitions(w), input) => create_partitions::resume(ctx, w, input, &mut fx),
         (Pending::Idle, Input::Timer(kind)) => timers::fired(ctx, kind, now, &mut fx),
         (Pending::Idle, input) => tracing::warn!(?input, "controller core: input without a pending step"),
     }
@@ -338,6 +346,7 @@ fn start(ctx: &mut ControllerContext, event: Event, now: Instant, fx: &mut Effec
         Event::Failover => failover::start(ctx, fx),
         Event::TopicChange => topic_change::start(ctx, fx),
         Event::NewPartitions(partitions) => topic_change::new_partitions(ctx, partitions, fx),
+        Event::CreatePartitions(request) => create_partitions::start(ctx, request, fx),
         Event::PartitionModifications { topic } => partition_modifications::start(ctx, topic, fx),
         Event::TopicDeletion { start } => topic_deletion::start(ctx, start, fx),
         Event::StopReplicaResponse {
