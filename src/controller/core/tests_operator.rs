@@ -5,43 +5,16 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::tests::{brokers, event, idle, ids, key, read, wrote};
 use super::timers::{AutoRebalance, Timer, TimerKind};
 use super::*;
 use crate::controller::channel::ControlRequest;
 use crate::controller::model::TopicInfo;
 use crate::controller::replica_state::ReplicaState;
-use crate::zk::models::{
-    BrokerRegistration, LogDirEventNotification, PreferredReplicaElection, TopicPartitionRef, ZNodePayload,
-};
+use crate::zk::models::{LogDirEventNotification, PreferredReplicaElection, TopicPartitionRef, ZNodePayload};
 use crate::zk::paths;
 
 use ControllerError::*;
-
-fn ids(v: &[i32]) -> Vec<BrokerId> {
-    v.iter().map(|i| BrokerId(*i)).collect()
-}
-
-fn key(t: &str, p: i32) -> Key {
-    (t.to_string(), p)
-}
-
-fn broker(id: i32, epoch: i64) -> RegisteredBroker {
-    RegisteredBroker {
-        id: BrokerId(id),
-        registration: BrokerRegistration {
-            version: 5,
-            host: Some(format!("h{id}")),
-            port: 9092,
-            jmx_port: -1,
-            timestamp: 0,
-            endpoints: vec![format!("PLAINTEXT://h{id}:9092")],
-            rack: None,
-            listener_security_protocol_map: None,
-            features: None,
-        },
-        epoch,
-    }
-}
 
 /// `leader` -1 = none.
 fn leadership(leader: i32, isr: &[i32]) -> LeaderAndIsr {
@@ -64,10 +37,7 @@ fn context() -> ControllerContext {
         controller: BrokerId(1),
         epoch: 5,
         inter_broker_listener: "PLAINTEXT".to_string(),
-        live_brokers: [(1, 10), (2, 20), (3, 30)]
-            .into_iter()
-            .map(|(id, e)| (BrokerId(id), broker(id, e)))
-            .collect(),
+        live_brokers: brokers(&[(1, 10), (2, 20), (3, 30)]),
         ..Default::default()
     };
     let topic = |assignment: &[(i32, &[i32])]| TopicInfo {
@@ -93,22 +63,6 @@ fn context() -> ControllerContext {
     ctx
 }
 
-fn step_at(ctx: &mut ControllerContext, input: Input, now: Instant) -> Effects {
-    step(ctx, input, now)
-}
-
-fn event(ctx: &mut ControllerContext, e: Event) -> Effects {
-    step(ctx, Input::Event(e), Instant::now())
-}
-
-fn read(ctx: &mut ControllerContext, r: ReadResult) -> Effects {
-    step(ctx, Input::Read(r), Instant::now())
-}
-
-fn wrote(ctx: &mut ControllerContext, w: WriteResult) -> Effects {
-    step(ctx, Input::Wrote(w), Instant::now())
-}
-
 /// The cached leaderships of `keys`, as a re-read finds them unchanged.
 fn unchanged(ctx: &ControllerContext, fx: &Effects) -> ReadResult {
     let Some(ZkOp::Read(Read::Leaderships(keys))) = &fx.zk else {
@@ -132,10 +86,6 @@ fn updates(fx: &Effects) -> BTreeMap<Key, (Option<BrokerId>, Vec<BrokerId>)> {
 
 fn versions(n: usize) -> WriteResult {
     WriteResult::PartitionStates { versions: vec![7; n] }
-}
-
-fn idle(ctx: &ControllerContext) -> bool {
-    matches!(ctx.pending, Pending::Idle)
 }
 
 fn led(b: i32, isr: &[i32]) -> (Option<BrokerId>, Vec<BrokerId>) {
@@ -468,10 +418,10 @@ fn auto(ctx: &mut ControllerContext) -> AutoRebalance {
 fn failover_done_arms_the_imbalance_check_when_enabled() {
     let now = Instant::now();
     let mut ctx = context();
-    let fx = step_at(&mut ctx, Input::Event(Event::FailoverDone), now);
+    let fx = step(&mut ctx, Input::Event(Event::FailoverDone), now);
     assert!(fx.timers.is_empty());
     let a = auto(&mut ctx);
-    let fx = step_at(&mut ctx, Input::Event(Event::FailoverDone), now);
+    let fx = step(&mut ctx, Input::Event(Event::FailoverDone), now);
     let want = Timer {
         kind: TimerKind::AutoLeaderRebalance,
         at: now + a.interval,
@@ -490,7 +440,7 @@ fn the_imbalance_check_rearms_and_moves_leaders_back_to_preferred_replicas() {
     let a = auto(&mut ctx);
     assert_eq!(timers::imbalanced(&ctx, a.imbalance_percentage), vec![key("t", 1)]);
     assert!(timers::imbalanced(&ctx, 50).is_empty(), "50 % is not over 50 %");
-    let fx = step_at(&mut ctx, Input::Timer(TimerKind::AutoLeaderRebalance), now);
+    let fx = step(&mut ctx, Input::Timer(TimerKind::AutoLeaderRebalance), now);
     assert_eq!(
         fx.timers,
         vec![Timer {
