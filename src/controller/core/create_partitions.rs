@@ -75,12 +75,11 @@ pub fn validate(ctx: &ControllerContext, request: &Request) -> Result<BTreeMap<i
                 })
                 .collect();
             // Kafka's `createNewPartitionsAssignment`: start at partition 0's first replica in the
-            // brokers sorted by id (the first at or above it), as both index and shift.
-            let mut ids: Vec<BrokerId> = live.iter().map(|b| b.id).collect();
-            ids.sort();
+            // brokers sorted by id (the first at or above it; the map is ordered by id), as both
+            // index and shift.
             let index = first
                 .first()
-                .and_then(|head| ids.iter().position(|id| id >= head))
+                .and_then(|head| ctx.live_brokers.keys().position(|id| id >= head))
                 .unwrap_or(0);
             let start = PlacementStart {
                 index,
