@@ -57,6 +57,23 @@ fn produce_to(topic: &'static str) -> ProduceRequest {
                 .with_records(Some(batch.into()))])])
 }
 
+/// The states of the sessions that ended, from the events received so far.
+fn sessions_ended(events: &mut tokio::sync::broadcast::Receiver<SessionEvent>) -> Vec<String> {
+    let mut ended = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let SessionEvent::Ended { state, .. } = event {
+            ended.push(state);
+        }
+    }
+    ended
+}
+
+/// The answers slower than [`ANSWER_WITHIN`], and the slowest.
+fn lateness(latencies: &[Duration]) -> (Vec<&Duration>, Duration) {
+    let late = latencies.iter().filter(|l| **l > ANSWER_WITHIN).collect();
+    (late, latencies.iter().max().copied().unwrap_or_default())
+}
+
 fn first_error(response: &kafka_protocol::messages::ProduceResponse) -> i16 {
     response.responses[0].partition_responses[0].error_code
 }
@@ -153,14 +170,8 @@ async fn a_stalled_log_dir_delays_neither_other_connections_nor_the_zookeeper_se
     // A session lost meanwhile shows at the next request at the latest: its end and a new
     // registration (another czxid, the broker epoch).
     let now = zk.exists("/brokers/ids/5").await.ok().flatten().map(|s| s.czxid);
-    let mut ended = Vec::new();
-    while let Ok(event) = session_events.try_recv() {
-        if let SessionEvent::Ended { state, .. } = event {
-            ended.push(state);
-        }
-    }
-    let late: Vec<&Duration> = latencies.iter().filter(|l| **l > ANSWER_WITHIN).collect();
-    let worst = latencies.iter().max().copied().unwrap_or_default();
+    let ended = sessions_ended(&mut session_events);
+    let (late, worst) = lateness(&latencies);
     eprintln!(
         "{} answers during a {stalled_for:?} stall: worst {worst:?}, {} over {ANSWER_WITHIN:?}",
         latencies.len(),
@@ -454,14 +465,8 @@ async fn a_follower_whose_log_dir_stalls_keeps_answering_and_keeps_its_session()
     assert_eq!(leo(&leader), 1 + produced);
 
     let now = zk.exists("/brokers/ids/8").await.ok().flatten().map(|s| s.czxid);
-    let mut ended = Vec::new();
-    while let Ok(event) = session_events.try_recv() {
-        if let SessionEvent::Ended { state, .. } = event {
-            ended.push(state);
-        }
-    }
-    let late: Vec<&Duration> = latencies.iter().filter(|l| **l > ANSWER_WITHIN).collect();
-    let worst = latencies.iter().max().copied().unwrap_or_default();
+    let ended = sessions_ended(&mut session_events);
+    let (late, worst) = lateness(&latencies);
     eprintln!(
         "{} follower answers during the stall ({produced} records produced, the follower's LEO readable after {read_at:?}): worst {worst:?}, {} over {ANSWER_WITHIN:?}",
         latencies.len(),
