@@ -10,7 +10,11 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::cluster::{cluster_ready, controller_epoch, controller_of, create_topic_by_hand, sample, scrape};
+use common::cluster::{
+    cluster_ready, controller_epoch, controller_of, create_topic_by_hand, registered_with_one_controller, samples_at,
+    scrape,
+};
+use common::faults::metrics_of;
 use common::reliability::{judge, Case, Workload};
 use common::replicas::{bootstrap, isr, leader, state};
 use common::wire::Wire;
@@ -44,28 +48,26 @@ struct Cluster {
     server: ZooKeeperServer,
 }
 
-async fn cluster(name: &str) -> Cluster {
-    let server = ZooKeeperServer::start_private();
-    let chroot = unique_chroot(name);
-    let specs: Vec<BrokerSpec> = (1..=3)
+/// Brokers 1-3 on `connect` with the case's session timeout, min ISR 2, a 3 s lag limit and a
+/// metrics listener each.
+fn broker_specs(connect: &str) -> Vec<BrokerSpec> {
+    (1..=3)
         .map(|id| {
-            BrokerSpec::new(id, &server.connect(&chroot))
+            BrokerSpec::new(id, connect)
                 .session_timeout_ms(SESSION_MS)
                 .port(free_port())
                 .with("min.insync.replicas", "2")
                 .with("replica.lag.time.max.ms", "3000")
                 .with("metrics.listener", &format!("127.0.0.1:{}", free_port()))
         })
-        .collect();
-    let metrics: Vec<String> = specs
-        .iter()
-        .filter_map(|s| {
-            s.extra
-                .iter()
-                .find(|(k, _)| k == "metrics.listener")
-                .map(|(_, v)| v.clone())
-        })
-        .collect();
+        .collect()
+}
+
+async fn cluster(name: &str) -> Cluster {
+    let server = ZooKeeperServer::start_private();
+    let chroot = unique_chroot(name);
+    let specs = broker_specs(&server.connect(&chroot));
+    let metrics = metrics_of(&specs);
     let brokers = specs.iter().map(BrokerProcess::start).collect();
     // The test's own session outlives every pause here.
     let connect = ConnectString::parse(&server.connect(&chroot)).expect("connect string");
@@ -91,10 +93,7 @@ async fn cluster(name: &str) -> Cluster {
 impl Cluster {
     /// Each broker's value of the unlabelled sample `name` (0 where it is not reported).
     fn samples(&self, name: &str) -> Vec<f64> {
-        self.metrics
-            .iter()
-            .map(|a| scrape(a).and_then(|b| sample(&b, name)).unwrap_or(0.0))
-            .collect()
+        samples_at(&self.metrics, name)
     }
 
     fn dirs(&self) -> Vec<PathBuf> {
@@ -287,18 +286,7 @@ async fn r17_leaders_move_after_zookeeper_pauses_that_keep_and_that_expire_sessi
     wait_until(
         Duration::from_secs(40),
         "all brokers registered again and one active controller",
-        || async {
-            let registered =
-                c.zk.children("/brokers/ids")
-                    .await
-                    .map(|b| b.len() == 3)
-                    .unwrap_or(false);
-            let active: f64 = c
-                .samples("kafka_controller_kafkacontroller_activecontrollercount")
-                .iter()
-                .sum();
-            registered && active == 1.0 && controller_of(&c.zk).await.is_some()
-        },
+        || registered_with_one_controller(&c.zk, &c.metrics, 3),
     )
     .await;
     if controller_epoch(&c.zk).await <= epoch {
@@ -338,14 +326,6 @@ async fn r17_leaders_move_after_zookeeper_pauses_that_keep_and_that_expire_sessi
     c.zk.close().await;
 }
 
-/// Each broker's value of the unlabelled sample `name` at `metrics` (0 where not reported).
-fn samples_at(metrics: &[String], name: &str) -> Vec<f64> {
-    metrics
-        .iter()
-        .map(|a| scrape(a).and_then(|b| sample(&b, name)).unwrap_or(0.0))
-        .collect()
-}
-
 /// Whether every broker answers Metadata for `topic` with `leader` and a whole ISR.
 async fn metadata_agrees(addrs: &[String], topic: &str, leader: i32) -> bool {
     use kafka_protocol::messages::MetadataRequest;
@@ -383,25 +363,8 @@ async fn r14_zookeeper_restarts_leader_loss_and_quorum_loss_lose_nothing() {
     eprintln!("R14: ensemble serving after {:?}", began.elapsed());
     let chroot = unique_chroot("r14");
     let connect = ensemble.connect(&chroot);
-    let specs: Vec<BrokerSpec> = (1..=3)
-        .map(|id| {
-            BrokerSpec::new(id, &connect)
-                .session_timeout_ms(SESSION_MS)
-                .port(free_port())
-                .with("min.insync.replicas", "2")
-                .with("replica.lag.time.max.ms", "3000")
-                .with("metrics.listener", &format!("127.0.0.1:{}", free_port()))
-        })
-        .collect();
-    let metrics: Vec<String> = specs
-        .iter()
-        .filter_map(|s| {
-            s.extra
-                .iter()
-                .find(|(k, _)| k == "metrics.listener")
-                .map(|(_, v)| v.clone())
-        })
-        .collect();
+    let specs = broker_specs(&connect);
+    let metrics = metrics_of(&specs);
     let brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
     let zk = ZkSession::connect(
         &ConnectString::parse(&connect).expect("connect string"),

@@ -7,7 +7,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::cluster::{cluster_ready, controller_epoch, controller_of, create_topic_by_hand, sample, scrape, state};
+use common::cluster::{
+    cluster_ready, controller_epoch, controller_of, create_topic_by_hand, registered_with_one_controller, samples_at,
+    scrape, state,
+};
 use common::{unique_chroot, wait_until, wait_until_else, BrokerProcess, BrokerSpec, ZooKeeperServer};
 use kastle::zk::store::{CreateMode, WatchEvent, WatchMode, ZkStore};
 use kastle::zk::{ConnectString, ZkSession};
@@ -108,10 +111,7 @@ async fn cluster(server: &ZooKeeperServer, name: &str) -> Cluster {
 
 impl Cluster {
     fn samples(&self, name: &str) -> Vec<f64> {
-        self.metrics
-            .iter()
-            .map(|a| scrape(a).and_then(|b| sample(&b, name)).unwrap_or(0.0))
-            .collect()
+        samples_at(&self.metrics, name)
     }
 
     /// A topic whose only partition is led by a broker that is not the controller; returns
@@ -224,18 +224,7 @@ async fn after_a_zookeeper_pause_that_expired_sessions_one_controller_acts_on_a_
     wait_until(
         Duration::from_secs(30),
         "all brokers registered again and one controller",
-        || async {
-            let registered =
-                c.zk.children("/brokers/ids")
-                    .await
-                    .map(|b| b.len() == 3)
-                    .unwrap_or(false);
-            let active: f64 = c
-                .samples("kafka_controller_kafkacontroller_activecontrollercount")
-                .iter()
-                .sum();
-            registered && active == 1.0 && controller_of(&c.zk).await.is_some()
-        },
+        || registered_with_one_controller(&c.zk, &c.metrics, 3),
     )
     .await;
     assert!(controller_epoch(&c.zk).await > epoch, "a new election after the expiry");

@@ -118,3 +118,26 @@ pub fn sample(body: &str, name: &str) -> Option<f64> {
     body.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
+
+/// Each broker's value of the unlabelled sample `name` at its metrics address (0 where it is
+/// not reported).
+pub fn samples_at(metrics: &[String], name: &str) -> Vec<f64> {
+    metrics
+        .iter()
+        .map(|a| scrape(a).and_then(|b| sample(&b, name)).unwrap_or(0.0))
+        .collect()
+}
+
+/// Whether `brokers` brokers are registered, exactly one of them (by its metrics) is the active
+/// controller, and `/controller` names one.
+pub async fn registered_with_one_controller(zk: &ZkSession, metrics: &[String], brokers: usize) -> bool {
+    let registered = zk
+        .children("/brokers/ids")
+        .await
+        .map(|b| b.len() == brokers)
+        .unwrap_or(false);
+    let active: f64 = samples_at(metrics, "kafka_controller_kafkacontroller_activecontrollercount")
+        .iter()
+        .sum();
+    registered && active == 1.0 && controller_of(zk).await.is_some()
+}
