@@ -29,6 +29,13 @@ pub type ShutdownResult = Result<Vec<(String, i32)>, ControllerError>;
 /// whole request.
 pub type ElectionOutcome = Result<Vec<((String, i32), Result<(), ControllerError>)>, ControllerError>;
 
+/// Per-partition outcome of an AlterPartitionReassignments request (`Ok` = started, replaced
+/// or cancelled), or an error for the whole request.
+pub type ReassignmentOutcome = Result<Vec<((String, i32), Result<(), ControllerError>)>, ControllerError>;
+
+/// The partitions being reassigned (of those asked about), or an error for the whole request.
+pub type ReassignmentListing = Result<Vec<((String, i32), super::core::reassignment::Ongoing)>, ControllerError>;
+
 /// Why a controlled shutdown could not be handled.
 pub(super) enum ShutdownError {
     Refused(ControllerError),
@@ -123,6 +130,19 @@ impl<S: ControllerStore> Controller<S> {
                 }
             }
             Event::OfflineReplicas { broker, partitions } => self.on_offline_replicas(broker, partitions).await,
+            Event::AlterPartitionReassignments { reassignments, reply } => {
+                let (answer, result) = self.on_alter_partition_reassignments(reassignments).await;
+                reply.send(answer);
+                result
+            }
+            Event::ListPartitionReassignments { partitions, reply } => {
+                reply.send(self.on_list_partition_reassignments(partitions));
+                Ok(())
+            }
+            Event::ReassignPartitionsZNode => self.run_core(core::Event::ReassignPartitionsZNode).await,
+            Event::ReassignmentIsrChange { partition } => {
+                self.run_core(core::Event::ReassignmentIsrChange(vec![partition])).await
+            }
             Event::ReplicasDeleted {
                 controller_epoch,
                 broker,

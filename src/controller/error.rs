@@ -35,6 +35,9 @@ pub enum ControllerError {
     /// No live replica can lead.
     #[error("no eligible leader is available")]
     EligibleLeadersNotAvailable,
+    /// A reassignment cancelled (`replicas: null`) for a partition that is not being reassigned.
+    #[error("no reassignment is in progress")]
+    NoReassignmentInProgress,
 }
 
 impl ControllerError {
@@ -52,6 +55,7 @@ impl ControllerError {
             ControllerError::ElectionNotNeeded => ec::ELECTION_NOT_NEEDED,
             ControllerError::PreferredLeaderNotAvailable => ec::PREFERRED_LEADER_NOT_AVAILABLE,
             ControllerError::EligibleLeadersNotAvailable => ec::ELIGIBLE_LEADERS_NOT_AVAILABLE,
+            ControllerError::NoReassignmentInProgress => ec::NO_REASSIGNMENT_IN_PROGRESS,
         }
     }
 }
@@ -79,6 +83,7 @@ mod tests {
             ElectionNotNeeded,
             PreferredLeaderNotAvailable,
             EligibleLeadersNotAvailable,
+            NoReassignmentInProgress,
         ];
         for e in all {
             let kafka = ec::error(e.error_code()).expect("an error");

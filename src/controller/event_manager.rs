@@ -72,6 +72,23 @@ pub(super) enum Event {
         validate_only: bool,
         reply: Reply<Result<(), super::error::ControllerError>>,
     },
+    /// AlterPartitionReassignments (KIP-455): per partition its target replicas, `None` to cancel.
+    AlterPartitionReassignments {
+        reassignments: Vec<((String, i32), Option<Vec<BrokerId>>)>,
+        reply: Reply<super::controller::ReassignmentOutcome>,
+    },
+    /// ListPartitionReassignments: `None` = every partition being reassigned.
+    ListPartitionReassignments {
+        partitions: Option<Vec<(String, i32)>>,
+        reply: Reply<super::controller::ReassignmentListing>,
+    },
+    /// `/admin/reassign_partitions` was created or changed (legacy tools).
+    ReassignPartitionsZNode,
+    /// The state znode of a partition being reassigned changed (Kafka's
+    /// PartitionReassignmentIsrChangeHandler): its new replicas may have joined the ISR.
+    ReassignmentIsrChange {
+        partition: (String, i32),
+    },
     /// A broker answered KAFKA_STORAGE_ERROR for these replicas.
     OfflineReplicas {
         broker: BrokerId,
@@ -163,6 +180,9 @@ pub(super) enum Trigger {
     CreatedOrData,
     /// The znode's data changed (Kafka's handleDataChange only).
     Data,
+    /// The znode was created (Kafka's handleCreation only: `/admin/reassign_partitions`, which
+    /// the controller itself trims as partitions finish).
+    Created,
 }
 
 impl Trigger {
@@ -179,6 +199,7 @@ impl Trigger {
                     WatchEvent::Created { .. } | WatchEvent::DataChanged { .. }
                 )
                 | (Trigger::Data, WatchEvent::DataChanged { .. })
+                | (Trigger::Created, WatchEvent::Created { .. })
         )
     }
 }
@@ -274,11 +295,12 @@ mod tests {
             WatchEvent::ChildrenChanged { path: p() },
             WatchEvent::Rearmed,
         ];
-        let cases: [(Trigger, [bool; 5]); 4] = [
+        let cases: [(Trigger, [bool; 5]); 5] = [
             (Trigger::Any, [true, true, true, true, true]),
             (Trigger::Children, [false, false, false, true, true]),
             (Trigger::CreatedOrData, [true, false, true, false, true]),
             (Trigger::Data, [false, false, true, false, true]),
+            (Trigger::Created, [true, false, false, false, true]),
         ];
         for (trigger, want) in cases {
             for (e, want) in events.iter().zip(want) {

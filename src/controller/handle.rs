@@ -7,7 +7,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::channel::Transport;
-use super::controller::{Controller, ElectionOutcome, ShutdownResult, NOT_CONTROLLER};
+use super::controller::{
+    Controller, ElectionOutcome, ReassignmentListing, ReassignmentOutcome, ShutdownResult, NOT_CONTROLLER,
+};
 use super::election_backoff::ElectionBackoff;
 use super::error::ControllerError;
 use super::event_manager::{self, Event, EventQueue, Reply, Trigger};
@@ -97,6 +99,33 @@ impl ControllerHandle {
         rx.await.unwrap_or(Err(NOT_CONTROLLER))
     }
 
+    /// Handles AlterPartitionReassignments (on the active controller): per partition its target
+    /// replicas, or `None` to cancel its reassignment. Answered once each is started (its
+    /// assignment written), refused or cancelled; completion is ListPartitionReassignments'.
+    pub async fn alter_partition_reassignments(
+        &self,
+        reassignments: Vec<((String, i32), Option<Vec<BrokerId>>)>,
+    ) -> ReassignmentOutcome {
+        let (reply, rx) = Reply::new();
+        if !self
+            .events
+            .put(Event::AlterPartitionReassignments { reassignments, reply })
+        {
+            return Err(NOT_CONTROLLER);
+        }
+        rx.await.unwrap_or(Err(NOT_CONTROLLER))
+    }
+
+    /// Handles ListPartitionReassignments (on the active controller): the partitions being
+    /// reassigned among `partitions` (all when `None`), with their replicas, adding and removing.
+    pub async fn list_partition_reassignments(&self, partitions: Option<Vec<(String, i32)>>) -> ReassignmentListing {
+        let (reply, rx) = Reply::new();
+        if !self.events.put(Event::ListPartitionReassignments { partitions, reply }) {
+            return Err(NOT_CONTROLLER);
+        }
+        rx.await.unwrap_or(Err(NOT_CONTROLLER))
+    }
+
     /// Changes of the active state (for tests and metrics).
     pub fn subscribe(&self) -> watch::Receiver<Option<ControllerEpoch>> {
         self.active.clone()
@@ -133,6 +162,11 @@ pub async fn start_with<S: ControllerStore>(
             paths::PREFERRED_REPLICA_ELECTION,
             Trigger::CreatedOrData,
             Event::PreferredReplicaElectionZNode,
+        ),
+        (
+            paths::REASSIGN_PARTITIONS,
+            Trigger::Created,
+            Event::ReassignPartitionsZNode,
         ),
         (
             paths::LOG_DIR_EVENT_NOTIFICATION,

@@ -101,7 +101,20 @@ pub struct RegisteredBroker {
 #[derive(Debug, Clone)]
 pub struct TopicInfo {
     pub id: uuid::Uuid,
+    /// Each partition's replicas (RS): during a reassignment the union of the original and the
+    /// target replicas, targets first (Kafka's `ReplicaAssignment.replicas`).
     pub assignment: BTreeMap<i32, Vec<BrokerId>>,
+    /// The partitions being reassigned (the znode's `adding_replicas` / `removing_replicas`).
+    pub reassigning: BTreeMap<i32, Reassigning>,
+}
+
+/// A partition's reassignment in progress (KIP-455): the replicas it adds (in the target, not
+/// the original) and removes (in the original, not the target). Its target is RS − removing,
+/// its original RS − adding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reassigning {
+    pub adding: Vec<BrokerId>,
+    pub removing: Vec<BrokerId>,
 }
 
 #[cfg(test)]

@@ -97,3 +97,30 @@ impl<S: ControllerStore> Controller<S> {
         }
     }
 }
+
+impl<S: ControllerStore> Controller<S> {
+    /// AlterPartitionReassignments, in the core ([`core::reassignment`]): answered once each
+    /// partition's reassignment is started, replaced or cancelled (or refused).
+    pub(super) async fn on_alter_partition_reassignments(
+        &mut self,
+        reassignments: Vec<((String, i32), Option<Vec<BrokerId>>)>,
+    ) -> (super::controller::ReassignmentOutcome, Result<(), ControllerZkError>) {
+        if self.active.is_none() {
+            return (Err(ControllerError::NotController), Ok(()));
+        }
+        let event = core::Event::AlterPartitionReassignments(reassignments);
+        match self.run_core_replying(core::Input::Event(event)).await {
+            (Some(core::Reply::AlterPartitionReassignments(outcome)), result) => (Ok(outcome), result),
+            (_, result) => (Err(ControllerError::NotController), result),
+        }
+    }
+
+    /// ListPartitionReassignments, from the context ([`core::reassignment::list`]).
+    pub(super) fn on_list_partition_reassignments(
+        &self,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> super::controller::ReassignmentListing {
+        let active = self.active.as_ref().ok_or(ControllerError::NotController)?;
+        Ok(core::reassignment::list(&active.ctx, partitions.as_deref()))
+    }
+}

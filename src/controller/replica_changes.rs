@@ -335,6 +335,7 @@ mod tests {
             TopicInfo {
                 id: uuid::Uuid::nil(),
                 assignment,
+                reassigning: Default::default(),
             },
         );
     }

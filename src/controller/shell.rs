@@ -152,8 +152,12 @@ impl<S: ControllerStore> Controller<S> {
                 zk_ops::delete_topic_znodes(&self.zk, version, &topic, &partitions).await?;
                 Ok(WriteResult::TopicDeleted)
             }
-            Write::Assignment { topic, assignment } => {
-                zk_ops::write_assignment(&self.zk, version, &topic, &assignment).await?;
+            Write::Assignment {
+                topic,
+                assignment,
+                reassigning,
+            } => {
+                zk_ops::write_assignment(&self.zk, version, &topic, &assignment, &reassigning).await?;
                 Ok(WriteResult::AssignmentWritten)
             }
             Write::DeletePreferredReplicaElection => {

@@ -160,6 +160,7 @@ mod tests {
             TopicInfo {
                 id: uuid::Uuid::nil(),
                 assignment,
+                reassigning: Default::default(),
             },
         );
         for id in [1, 2] {

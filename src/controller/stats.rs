@@ -209,6 +209,7 @@ mod tests {
             TopicInfo {
                 id: uuid::Uuid::nil(),
                 assignment,
+                reassigning: Default::default(),
             },
         );
         for id in [1, 2] {
@@ -232,6 +233,7 @@ mod tests {
             TopicInfo {
                 id: uuid::Uuid::nil(),
                 assignment: [(0, vec![BrokerId(1), BrokerId(3)])].into_iter().collect(),
+                reassigning: Default::default(),
             },
         );
         ctx.leaderships.insert(("gone".into(), 0), led_by(3));

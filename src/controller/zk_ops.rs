@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tokio::task::JoinSet;
 
-use super::model::{LeaderAndIsr, RegisteredBroker, TopicInfo};
+use super::model::{LeaderAndIsr, Reassigning, RegisteredBroker, TopicInfo};
 use crate::clock::now_ms;
 use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::models::{BrokerRegistration, ControllerEpochZNode, ControllerZNode, TopicAssignment, ZNodePayload};
@@ -278,9 +278,37 @@ pub async fn topic_infos<S: ZkStore + Clone>(
             .iter()
             .filter_map(|(p, r)| Some((p.parse().ok()?, r.clone())))
             .collect();
-        out.insert(topic, TopicInfo { id, assignment });
+        let reassigning = reassigning_of(&parsed);
+        out.insert(
+            topic,
+            TopicInfo {
+                id,
+                assignment,
+                reassigning,
+            },
+        );
     }
     Ok(out)
+}
+
+/// The partitions a topic znode shows being reassigned: those with adding or removing replicas.
+fn reassigning_of(parsed: &TopicAssignment) -> BTreeMap<i32, Reassigning> {
+    let mut out: BTreeMap<i32, Reassigning> = BTreeMap::new();
+    let lists = |m: &Option<BTreeMap<String, Vec<BrokerId>>>| -> Vec<(i32, Vec<BrokerId>)> {
+        m.iter()
+            .flatten()
+            .filter(|(_, r)| !r.is_empty())
+            .filter_map(|(p, r)| Some((p.parse().ok()?, r.clone())))
+            .collect()
+    };
+    for (p, adding) in lists(&parsed.adding_replicas) {
+        out.entry(p).or_default().adding = adding;
+    }
+    for (p, removing) in lists(&parsed.removing_replicas) {
+        out.entry(p).or_default().removing = removing;
+    }
+    out.retain(|p, _| parsed.partitions.contains_key(&p.to_string()));
+    out
 }
 
 /// The state znodes of `partitions`, read in batches (`multiRead`: a few requests for thousands
@@ -515,6 +543,7 @@ pub async fn write_assignment<S: ZkStore>(
     epoch_version: ZkVersion,
     topic: &str,
     assignment: &BTreeMap<i32, Vec<BrokerId>>,
+    reassigning: &BTreeMap<i32, Reassigning>,
 ) -> Result<(), ControllerZkError> {
     let path = paths::topic(topic);
     let (data, stat) = zk.get_data(&path).await?;
@@ -523,6 +552,19 @@ pub async fn write_assignment<S: ZkStore>(
         reason: e.to_string(),
     })?;
     parsed.partitions = assignment.iter().map(|(p, r)| (p.to_string(), r.clone())).collect();
+    // Version 2+ carries the reassignment state (KIP-455); Kafka writes both maps, empty when idle.
+    parsed.version = parsed.version.max(2);
+    let map = |f: fn(&Reassigning) -> &Vec<BrokerId>| {
+        Some(
+            reassigning
+                .iter()
+                .filter(|(_, r)| !f(r).is_empty())
+                .map(|(p, r)| (p.to_string(), f(r).clone()))
+                .collect(),
+        )
+    };
+    parsed.adding_replicas = map(|r| &r.adding);
+    parsed.removing_replicas = map(|r| &r.removing);
     let op = Op::SetData {
         path,
         data: parsed.encode(),

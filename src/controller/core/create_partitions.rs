@@ -111,6 +111,7 @@ pub fn start(ctx: &mut ControllerContext, request: Request, fx: &mut Effects) {
     fx.zk = Some(ZkOp::Write(Write::Assignment {
         topic: request.topic.clone(),
         assignment: assignment.clone(),
+        reassigning: ctx.topics[&request.topic].reassigning.clone(),
     }));
     ctx.pending = Pending::CreatePartitions(Waiting {
         topic: request.topic,

@@ -21,7 +21,7 @@ fn request(topic: &str, count: i32, assignments: Option<&[&[i32]]>) -> Event {
 
 fn written_assignment(fx: &Effects) -> BTreeMap<i32, Vec<BrokerId>> {
     match &fx.zk {
-        Some(ZkOp::Write(Write::Assignment { topic, assignment })) if topic == "t" => assignment.clone(),
+        Some(ZkOp::Write(Write::Assignment { topic, assignment, .. })) if topic == "t" => assignment.clone(),
         other => panic!("expected t's assignment to be written, got {other:?}"),
     }
 }

@@ -40,6 +40,7 @@ pub mod failover;
 pub mod isr_change;
 pub mod log_dir_event;
 pub mod partition_modifications;
+pub mod reassignment;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -55,7 +56,7 @@ use std::time::{Duration, Instant};
 
 use super::channel::ControlRequest;
 use super::error::ControllerError;
-use super::model::{LeaderAndIsr, RegisteredBroker, TopicInfo};
+use super::model::{LeaderAndIsr, Reassigning, RegisteredBroker, TopicInfo};
 use super::requests::ControllerContext;
 use crate::types::BrokerId;
 
@@ -121,6 +122,14 @@ pub enum Event {
     NewPartitions(Vec<Key>),
     /// CreatePartitions for one topic (answered with [`Reply::CreatePartitions`]).
     CreatePartitions(create_partitions::Request),
+    /// AlterPartitionReassignments: per partition its target replicas, `None` to cancel
+    /// (answered with [`Reply::AlterPartitionReassignments`]).
+    AlterPartitionReassignments(Vec<(Key, Option<Vec<BrokerId>>)>),
+    /// `/admin/reassign_partitions` was created (legacy tools).
+    ReassignPartitionsZNode,
+    /// The state znodes of these partitions being reassigned changed: their targets may all be
+    /// in sync now (Kafka's PartitionReassignmentIsrChange).
+    ReassignmentIsrChange(Vec<Key>),
     /// `/brokers/topics/<topic>` changed (Kafka's PartitionModifications).
     PartitionModifications { topic: String },
     /// `/admin/delete_topics` changed, or something that may unblock a deletion happened
@@ -192,6 +201,7 @@ pub enum Write {
     Assignment {
         topic: String,
         assignment: BTreeMap<i32, Vec<BrokerId>>,
+        reassigning: BTreeMap<i32, Reassigning>,
     },
     /// Delete `/admin/preferred_replica_election` (already gone counts as deleted).
     DeletePreferredReplicaElection,
@@ -274,6 +284,8 @@ pub enum Reply {
     ElectLeaders(Vec<(Key, Result<(), ControllerError>)>),
     /// CreatePartitions: added (or valid, for `validate_only`), or why not.
     CreatePartitions(Result<(), ControllerError>),
+    /// AlterPartitionReassignments: each partition's outcome (`Ok` = started or cancelled).
+    AlterPartitionReassignments(Vec<(Key, Result<(), ControllerError>)>),
 }
 
 /// Where the core is within an event: what its next input answers.
@@ -293,6 +305,7 @@ pub enum Pending {
     ElectLeaders(elect_leaders::Waiting),
     LogDir(log_dir_event::Waiting),
     CreatePartitions(create_partitions::Waiting),
+    Reassignment(reassignment::Waiting),
 }
 
 /// Advances the core by one input: updates `ctx` and returns what to do.
@@ -312,6 +325,7 @@ pub fn step(ctx: &mut ControllerContext, input: Input, now: Instant) -> Effects 
         (Pending::ElectLeaders(w), input) => elect_leaders::resume(ctx, w, input, now, &mut fx),
         (Pending::LogDir(w), input) => log_dir_event::resume(ctx, w, input, now, &mut fx),
         (Pending::CreatePartitions(w), input) => create_partitions::resume(ctx, w, input, &mut fx),
+        (Pending::Reassignment(w), input) => reassignment::resume(ctx, w, input, now, &mut fx),
         (Pending::Idle, Input::Timer(kind)) => timers::fired(ctx, kind, now, &mut fx),
         (Pending::Idle, input) => tracing::warn!(?input, "controller core: input without a pending step"),
     }
@@ -348,6 +362,9 @@ fn start(ctx: &mut ControllerContext, event: Event, now: Instant, fx: &mut Effec
         Event::NewPartitions(partitions) => topic_change::new_partitions(ctx, partitions, fx),
         Event::CreatePartitions(request) => create_partitions::start(ctx, request, fx),
         Event::PartitionModifications { topic } => partition_modifications::start(ctx, topic, fx),
+        Event::AlterPartitionReassignments(requests) => reassignment::alter(ctx, requests, fx),
+        Event::ReassignPartitionsZNode => reassignment::start_znode(ctx, reassignment::Then::Done, fx),
+        Event::ReassignmentIsrChange(partitions) => reassignment::isr_changed(ctx, partitions, fx),
         Event::TopicDeletion { start } => topic_deletion::start(ctx, start, fx),
         Event::StopReplicaResponse {
             controller_epoch,

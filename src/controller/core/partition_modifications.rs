@@ -116,7 +116,11 @@ fn compared(ctx: &mut ControllerContext, topic: String, read: &BTreeMap<i32, Vec
 }
 
 fn restore(ctx: &mut ControllerContext, topic: String, added: &BTreeMap<i32, Vec<BrokerId>>, fx: &mut Effects) {
-    let Some(known) = ctx.topics.get(&topic).map(|t| t.assignment.clone()) else {
+    let Some((known, reassigning)) = ctx
+        .topics
+        .get(&topic)
+        .map(|t| (t.assignment.clone(), t.reassigning.clone()))
+    else {
         return;
     };
     tracing::warn!(
@@ -128,6 +132,7 @@ fn restore(ctx: &mut ControllerContext, topic: String, added: &BTreeMap<i32, Vec
     fx.zk = Some(ZkOp::Write(Write::Assignment {
         topic,
         assignment: known,
+        reassigning,
     }));
 }
 

@@ -67,6 +67,7 @@ pub(super) fn context() -> ControllerContext {
         TopicInfo {
             id: uuid::Uuid::nil(),
             assignment: BTreeMap::from([(0, ids(&[1, 2, 3]))]),
+            reassigning: Default::default(),
         },
     );
     ctx.leaderships.insert(key("t", 0), leadership(1, &[1, 2, 3], 3, 6));
@@ -321,6 +322,7 @@ fn elect_creates_a_new_partitions_state_and_announces_it_as_new() {
         TopicInfo {
             id: uuid::Uuid::nil(),
             assignment: BTreeMap::from([(0, ids(&[2, 3]))]),
+            reassigning: Default::default(),
         },
     );
     ctx.change_states(&[key("n", 0)], PartitionState::New);

@@ -43,6 +43,7 @@ fn context() -> ControllerContext {
     let topic = |assignment: &[(i32, &[i32])]| TopicInfo {
         id: uuid::Uuid::nil(),
         assignment: assignment.iter().map(|(p, r)| (*p, ids(r))).collect(),
+        reassigning: Default::default(),
     };
     ctx.topics.insert(
         "t".into(),

@@ -17,6 +17,7 @@ fn info(parts: &[(i32, &[i32])]) -> TopicInfo {
     TopicInfo {
         id: uuid::Uuid::nil(),
         assignment: parts.iter().map(|(p, r)| (*p, ids(r))).collect(),
+        reassigning: Default::default(),
     }
 }
 
@@ -212,6 +213,7 @@ fn partition_modifications_of_a_topic_being_deleted_restore_its_assignment() {
         Some(ZkOp::Write(Write::Assignment {
             topic: "t".into(),
             assignment: BTreeMap::from([(0, ids(&[1, 2, 3]))]),
+            reassigning: BTreeMap::new(),
         }))
     );
     let fx = wrote(&mut ctx, WriteResult::AssignmentWritten);
