@@ -72,6 +72,8 @@ fn default_request(api_key: ApiKey) -> Option<RequestKind> {
         DeleteGroups,
         ElectLeaders,
         IncrementalAlterConfigs,
+        AlterPartitionReassignments,
+        ListPartitionReassignments,
         OffsetDelete,
         DescribeCluster,
         CreateAcls,

@@ -3,9 +3,13 @@
 //! configured. Also the error codes an unauthorized request gets.
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::alter_partition_reassignments_response::{
+    ReassignablePartitionResponse, ReassignableTopicResponse,
+};
 use kafka_protocol::messages::{
-    ControlledShutdownResponse, DescribeClusterResponse, ElectLeadersResponse, InitProducerIdResponse,
-    LeaderAndIsrResponse, ProduceRequest, ProducerId, RequestKind, ResponseKind, StopReplicaResponse,
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ControlledShutdownResponse,
+    DescribeClusterResponse, ElectLeadersResponse, InitProducerIdResponse, LeaderAndIsrResponse,
+    ListPartitionReassignmentsResponse, ProduceRequest, ProducerId, RequestKind, ResponseKind, StopReplicaResponse,
     UpdateMetadataResponse,
 };
 
@@ -20,6 +24,41 @@ pub(crate) const CLUSTER_AUTHORIZATION_FAILED: i16 = ResponseError::ClusterAutho
 pub(crate) const SECURITY_DISABLED: i16 = ResponseError::SecurityDisabled.code();
 pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = ResponseError::TransactionalIdAuthorizationFailed.code();
 
+/// Kafka's default message of CLUSTER_AUTHORIZATION_FAILED.
+const CLUSTER_AUTHORIZATION_FAILED_MESSAGE: &str = "Cluster authorization failed.";
+
+/// AlterPartitionReassignments refused with `code`: top level and on every partition, as
+/// Kafka's `AlterPartitionReassignmentsRequest.getErrorResponse` answers.
+fn alter_reassignments_refused(
+    r: &AlterPartitionReassignmentsRequest,
+    code: i16,
+) -> AlterPartitionReassignmentsResponse {
+    let message = || Some(str_bytes(CLUSTER_AUTHORIZATION_FAILED_MESSAGE));
+    AlterPartitionReassignmentsResponse::default()
+        .with_error_code(code)
+        .with_error_message(message())
+        .with_responses(
+            r.topics
+                .iter()
+                .map(|t| {
+                    ReassignableTopicResponse::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partitions
+                                .iter()
+                                .map(|p| {
+                                    ReassignablePartitionResponse::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_error_code(code)
+                                        .with_error_message(message())
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        )
+}
+
 /// The producer id of the first record batch (magic 2: bytes 43..51), if there is one.
 fn batch_producer_id(records: &[u8]) -> Option<i64> {
     let bytes: [u8; 8] = records.get(43..51)?.try_into().ok()?;
@@ -29,8 +68,8 @@ fn batch_producer_id(records: &[u8]) -> Option<i64> {
 impl KafkaApis {
     /// The answer to a request refused as a whole, as KafkaApis refuses it: the controller's
     /// requests without CLUSTER_ACTION, InitProducerId without IDEMPOTENT_WRITE (or WRITE on
-    /// its transactional id), ElectLeaders without ALTER and DescribeCluster without DESCRIBE
-    /// on the cluster. `None`: the handler decides (per resource, where there are several).
+    /// its transactional id), ElectLeaders and AlterPartitionReassignments without ALTER,
+    /// DescribeCluster and ListPartitionReassignments without DESCRIBE on the cluster. `None`: the handler decides (per resource, where there are several).
     pub(crate) fn refused(&self, ctx: &RequestContext, request: &RequestKind) -> Option<ResponseKind> {
         self.authorizer.as_ref()?;
         let cluster = |op| self.cluster_denied(ctx, op);
@@ -45,6 +84,15 @@ impl KafkaApis {
                 .map(|c| ResponseKind::ControlledShutdown(ControlledShutdownResponse::default().with_error_code(c))),
             RequestKind::ElectLeaders(_) => cluster(AclOperation::Alter)
                 .map(|c| ResponseKind::ElectLeaders(ElectLeadersResponse::default().with_error_code(c))),
+            RequestKind::AlterPartitionReassignments(r) => cluster(AclOperation::Alter)
+                .map(|c| ResponseKind::AlterPartitionReassignments(alter_reassignments_refused(r, c))),
+            RequestKind::ListPartitionReassignments(_) => cluster(AclOperation::Describe).map(|c| {
+                ResponseKind::ListPartitionReassignments(
+                    ListPartitionReassignmentsResponse::default()
+                        .with_error_code(c)
+                        .with_error_message(Some(str_bytes(CLUSTER_AUTHORIZATION_FAILED_MESSAGE))),
+                )
+            }),
             RequestKind::DescribeCluster(_) => cluster(AclOperation::Describe).map(|c| {
                 ResponseKind::DescribeCluster(
                     DescribeClusterResponse::default()

@@ -4,6 +4,7 @@
 
 mod acls;
 mod alter_configs;
+mod alter_partition_reassignments;
 mod authorize;
 mod config_alter;
 mod controller_requests;
@@ -19,6 +20,7 @@ mod groups;
 mod incremental_alter_configs;
 mod init_producer_id;
 mod list_offsets;
+mod list_partition_reassignments;
 mod metadata;
 mod offset_for_leader_epoch;
 mod offsets;
@@ -119,6 +121,12 @@ impl RequestHandler for KafkaApis {
             RequestKind::ElectLeaders(r) => {
                 Some(ResponseKind::ElectLeaders(elect_leaders::handle(self, &ctx, r).await))
             }
+            RequestKind::AlterPartitionReassignments(r) => Some(ResponseKind::AlterPartitionReassignments(
+                alter_partition_reassignments::handle(self, r).await,
+            )),
+            RequestKind::ListPartitionReassignments(r) => Some(ResponseKind::ListPartitionReassignments(
+                list_partition_reassignments::handle(self, r).await,
+            )),
             RequestKind::DeleteTopics(r) => {
                 Some(ResponseKind::DeleteTopics(delete_topics::handle(self, &ctx, r).await))
             }
