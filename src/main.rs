@@ -51,6 +51,8 @@ enum Command {
     Acls(kastle::admin::cli::acls::AclsArgs),
     /// Elect preferred or unclean leaders (kafka-leader-election.sh).
     LeaderElection(kastle::admin::cli::leader_election::LeaderElectionArgs),
+    /// Move partitions between brokers, change their replication factor (kafka-reassign-partitions.sh).
+    ReassignPartitions(kastle::admin::cli::reassign_partitions::ReassignPartitionsArgs),
     /// Print the batches of segment files (.log), check index files (.index, .timeindex) and
     /// print producer snapshots (.snapshot), like kafka-dump-log.
     DumpLog {
@@ -336,6 +338,7 @@ fn main() -> ExitCode {
             Command::DeleteRecords(args) => tool(kastle::admin::cli::delete_records::run(&args).await),
             Command::Acls(args) => tool(kastle::admin::cli::acls::run(&args).await),
             Command::LeaderElection(args) => tool(kastle::admin::cli::leader_election::run(&args).await),
+            Command::ReassignPartitions(args) => tool(kastle::admin::cli::reassign_partitions::run(&args).await),
             Command::DumpLog { files, print_data_log } => dump_log(&files, print_data_log),
             Command::Perf(PerfCommand::Log { dir, bytes, partitions }) => report(perf_log(&dir, bytes, partitions)),
             Command::Perf(PerfCommand::Cleaner { dir, bytes, keys }) => report(perf_cleaner(&dir, bytes, keys)),

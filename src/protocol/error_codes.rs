@@ -44,6 +44,7 @@ pub const INVALID_REPLICA_ASSIGNMENT: i16 = ResponseError::InvalidReplicaAssignm
 pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = ResponseError::NoReassignmentInProgress.code();
 pub const INVALID_CONFIG: i16 = ResponseError::InvalidConfig.code();
 pub const NOT_CONTROLLER: i16 = ResponseError::NotController.code();
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = ResponseError::ClusterAuthorizationFailed.code();
 pub const INVALID_REQUEST: i16 = ResponseError::InvalidRequest.code();
 pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = ResponseError::UnsupportedForMessageFormat.code();
 pub const POLICY_VIOLATION: i16 = ResponseError::PolicyViolation.code();

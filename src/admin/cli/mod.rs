@@ -1,7 +1,8 @@
 //! The operator subcommands shaped like Kafka 3.9's tools, over the Kafka protocol:
 //! `kastle topics` (kafka-topics.sh), `kastle configs` (kafka-configs.sh), `kastle
 //! consumer-groups` (kafka-consumer-groups.sh), `kastle delete-records`
-//! (kafka-delete-records.sh) and `kastle leader-election` (kafka-leader-election.sh).
+//! (kafka-delete-records.sh), `kastle leader-election` (kafka-leader-election.sh) and `kastle
+//! reassign-partitions` (kafka-reassign-partitions.sh).
 //!
 //! | module | owns |
 //! |---|---|
@@ -12,7 +13,8 @@
 //! | `groups_format` | the tables of `consumer-groups`, datetime and duration parsing (pure) |
 //! | `acls` | `kastle acls` (kafka-acls.sh): CreateAcls, DeleteAcls, DescribeAcls |
 //! | `configs_users` | `kastle configs --entity-type users`: SCRAM credentials through Describe/AlterUserScramCredentials |
-//! | `topics`, `configs`, `consumer_groups`, `delete_records`, `leader_election` | one command each: options (clap), Kafka's checks and messages, pure formatting, then the I/O |
+//! | `reassignment_json` | `reassign-partitions`' JSON formats, `--generate`'s placement and its texts (pure) |
+//! | `topics`, `configs`, `consumer_groups`, `delete_records`, `leader_election`, `reassign_partitions` | one command each: options (clap), Kafka's checks and messages, pure formatting, then the I/O |
 //!
 //! Each command prints what Kafka's tool prints; the formatting functions are pure and
 //! unit-tested against golden strings. Errors go to stderr and exit 1.
@@ -28,6 +30,8 @@ pub mod groups_reset;
 pub mod java;
 pub mod leader_election;
 pub mod pattern;
+pub mod reassign_partitions;
+pub mod reassignment_json;
 pub mod topics;
 
 use kafka_protocol::messages::ApiKey;
@@ -116,6 +120,8 @@ pub fn default_message(code: i16) -> &'static str {
         error_codes::POLICY_VIOLATION => "Request parameters do not satisfy the configured policy.",
         error_codes::UNSUPPORTED_VERSION => "The version of API is not supported.",
         error_codes::REQUEST_TIMED_OUT => "The request timed out.",
+        error_codes::NO_REASSIGNMENT_IN_PROGRESS => "No partition reassignment is in progress.",
+        error_codes::CLUSTER_AUTHORIZATION_FAILED => "Cluster authorization failed.",
         _ => "Unexpected error from the server.",
     }
 }
