@@ -340,11 +340,24 @@ impl ReplicaManager {
                 if !existing.topic_id.is_nil() && !p.topic_id.is_nil() && existing.topic_id != p.topic_id {
                     return Err(ReplicaError::InconsistentTopicId);
                 }
-                // Only a newer leader epoch changes anything; the same or an older one is stale.
-                if p.state.leader_epoch <= existing.leader_epoch() {
+                // Only a newer leader epoch changes anything; the same or an older one is stale,
+                // except the same epoch with another replica set: the state-znode watch applied
+                // a reassignment's epoch bump first, with the replicas known then, and this
+                // request carries the new ones (the leader must learn them to let the new
+                // replicas into the ISR). Only the replica set is taken from it then.
+                let current = existing.state();
+                let state = if p.state.leader_epoch == current.leader_epoch && p.state.replicas != current.replicas {
+                    tracing::info!(partition = %p.tp, replicas = ?p.state.replicas, "taking the new replica set of the current leader epoch");
+                    PartitionState {
+                        replicas: p.state.replicas.clone(),
+                        ..current
+                    }
+                } else if p.state.leader_epoch <= current.leader_epoch {
                     return Err(ReplicaError::StaleControllerEpoch);
-                }
-                existing.apply(p.state.clone(), min_isr, now_ms)?;
+                } else {
+                    p.state.clone()
+                };
+                existing.apply(state, min_isr, now_ms)?;
                 existing
             }
             None => {
