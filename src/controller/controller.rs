@@ -19,7 +19,7 @@ use super::requests::ControllerContext;
 use super::stats;
 use super::store::ControllerStore;
 use super::zk_ops::{self, ControllerZkError};
-use crate::types::{ControllerEpoch, ZkVersion};
+use crate::types::{BrokerId, ControllerEpoch, ZkVersion};
 use crate::zk::paths;
 
 /// The answer to a ControlledShutdown: partitions the broker still leads, or why not.
@@ -28,6 +28,9 @@ pub type ShutdownResult = Result<Vec<(String, i32)>, ControllerError>;
 /// Per-partition outcome of an ElectLeaders request (`Ok` = elected), or an error for the
 /// whole request.
 pub type ElectionOutcome = Result<Vec<((String, i32), Result<(), ControllerError>)>, ControllerError>;
+
+/// One partition of an AlterPartitionReassignments request: its target replicas, `None` to cancel.
+pub type ReassignmentRequest = ((String, i32), Option<Vec<BrokerId>>);
 
 /// Per-partition outcome of an AlterPartitionReassignments request (`Ok` = started, replaced
 /// or cancelled), or an error for the whole request.

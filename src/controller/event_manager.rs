@@ -74,7 +74,7 @@ pub(super) enum Event {
     },
     /// AlterPartitionReassignments (KIP-455): per partition its target replicas, `None` to cancel.
     AlterPartitionReassignments {
-        reassignments: Vec<((String, i32), Option<Vec<BrokerId>>)>,
+        reassignments: Vec<super::controller::ReassignmentRequest>,
         reply: Reply<super::controller::ReassignmentOutcome>,
     },
     /// ListPartitionReassignments: `None` = every partition being reassigned.
@@ -227,13 +227,14 @@ pub(super) struct ZNodeWatches {
 }
 
 impl ZNodeWatches {
-    /// Watches the data of each `(path, event)` not watched yet, registering them concurrently.
+    /// Watches each `(path, event)` not watched yet (firing on `trigger`), registering them concurrently.
     /// A watch that cannot be registered is logged and left out: only hand edits of that znode
     /// go unnoticed, which is no reason to fail the step that found it.
     pub(super) async fn watch_data<S: ZkStore + Clone>(
         &mut self,
         zk: &S,
         wanted: Vec<(String, Event)>,
+        trigger: Trigger,
         queue: &EventQueue,
     ) {
         let mut registrations = JoinSet::new();
@@ -251,7 +252,7 @@ impl ZNodeWatches {
             let Ok((path, event, stream)) = joined else { continue };
             match stream {
                 Ok(stream) => {
-                    let task = tokio::spawn(forward_watch(stream, Trigger::Data, event, queue.clone()));
+                    let task = tokio::spawn(forward_watch(stream, trigger, event, queue.clone()));
                     self.forwarders.insert(path, task.abort_handle());
                 }
                 Err(e) => tracing::warn!(%path, error = %e, "controller cannot watch a znode"),

@@ -8,7 +8,8 @@ use tokio::sync::watch;
 
 use super::channel::Transport;
 use super::controller::{
-    Controller, ElectionOutcome, ReassignmentListing, ReassignmentOutcome, ShutdownResult, NOT_CONTROLLER,
+    Controller, ElectionOutcome, ReassignmentListing, ReassignmentOutcome, ReassignmentRequest, ShutdownResult,
+    NOT_CONTROLLER,
 };
 use super::election_backoff::ElectionBackoff;
 use super::error::ControllerError;
@@ -102,10 +103,7 @@ impl ControllerHandle {
     /// Handles AlterPartitionReassignments (on the active controller): per partition its target
     /// replicas, or `None` to cancel its reassignment. Answered once each is started (its
     /// assignment written), refused or cancelled; completion is ListPartitionReassignments'.
-    pub async fn alter_partition_reassignments(
-        &self,
-        reassignments: Vec<((String, i32), Option<Vec<BrokerId>>)>,
-    ) -> ReassignmentOutcome {
+    pub async fn alter_partition_reassignments(&self, reassignments: Vec<ReassignmentRequest>) -> ReassignmentOutcome {
         let (reply, rx) = Reply::new();
         if !self
             .events

@@ -7,7 +7,7 @@
 //! the broker handler.
 
 use super::controller::Controller;
-use super::event_manager::Event;
+use super::event_manager::{Event, Trigger};
 use super::model::RegisteredBroker;
 use super::requests;
 use super::store::ControllerStore;
@@ -53,7 +53,31 @@ impl<S: ControllerStore> Controller<S> {
             .map(|t| (paths::topic(t), Event::PartitionModifications { topic: t.clone() }))
             .collect();
         if let Some(active) = self.active.as_mut() {
-            active.watches.watch_data(&self.zk, wanted, &self.events).await;
+            active
+                .watches
+                .watch_data(&self.zk, wanted, Trigger::Data, &self.events)
+                .await;
+        }
+    }
+
+    /// Watches the state znode of each partition being reassigned (Kafka's
+    /// PartitionReassignmentIsrChangeHandler): a leader's ISR change may complete it, and so may
+    /// the state's creation (a partition reassigned before it had one).
+    pub(super) async fn watch_states(&mut self, partitions: &[(String, i32)]) {
+        let wanted = partitions
+            .iter()
+            .map(|(t, p)| {
+                let event = Event::ReassignmentIsrChange {
+                    partition: (t.clone(), *p),
+                };
+                (paths::partition_state(t, *p), event)
+            })
+            .collect();
+        if let Some(active) = self.active.as_mut() {
+            active
+                .watches
+                .watch_data(&self.zk, wanted, Trigger::CreatedOrData, &self.events)
+                .await;
         }
     }
 
@@ -64,7 +88,10 @@ impl<S: ControllerStore> Controller<S> {
             .map(|b| (paths::broker_id(*b), Event::BrokerModifications { broker: *b }))
             .collect();
         if let Some(active) = self.active.as_mut() {
-            active.watches.watch_data(&self.zk, wanted, &self.events).await;
+            active
+                .watches
+                .watch_data(&self.zk, wanted, Trigger::Data, &self.events)
+                .await;
         }
     }
 

@@ -103,7 +103,7 @@ impl<S: ControllerStore> Controller<S> {
     /// partition's reassignment is started, replaced or cancelled (or refused).
     pub(super) async fn on_alter_partition_reassignments(
         &mut self,
-        reassignments: Vec<((String, i32), Option<Vec<BrokerId>>)>,
+        reassignments: Vec<super::controller::ReassignmentRequest>,
     ) -> (super::controller::ReassignmentOutcome, Result<(), ControllerZkError>) {
         if self.active.is_none() {
             return (Err(ControllerError::NotController), Ok(()));

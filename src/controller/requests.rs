@@ -45,6 +45,13 @@ pub struct ControllerContext {
     pub pending: super::core::Pending,
     /// `auto.leader.rebalance.enable`'s settings, `None` when disabled.
     pub auto_rebalance: Option<super::core::timers::AutoRebalance>,
+    /// Partitions whose reassignment came from `/admin/reassign_partitions`: the controller
+    /// removes them from it as they finish (or are replaced by an API reassignment).
+    pub zk_reassignments: std::collections::BTreeSet<(String, i32)>,
+    /// Replicas a finished reassignment removed while their broker was down: they get
+    /// StopReplica(delete) when it comes back (Kafka's ZooKeeper controller leaves them as stray
+    /// logs). Not kept across controller failover.
+    pub stray_replicas: std::collections::BTreeSet<((String, i32), BrokerId)>,
 }
 
 impl ControllerContext {
@@ -54,6 +61,19 @@ impl ControllerContext {
             .and_then(|t| t.assignment.get(&partition))
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// The partition's reassignment in progress, if any.
+    pub fn reassigning(&self, topic: &str, partition: i32) -> Option<&super::model::Reassigning> {
+        self.topics.get(topic).and_then(|t| t.reassigning.get(&partition))
+    }
+
+    /// Every partition being reassigned.
+    pub fn reassigning_partitions(&self) -> Vec<(String, i32)> {
+        self.topics
+            .iter()
+            .flat_map(|(t, info)| info.reassigning.keys().map(move |p| (t.clone(), *p)))
+            .collect()
     }
 
     pub fn is_live(&self, broker: BrokerId) -> bool {
@@ -269,6 +289,7 @@ pub fn leader_and_isr(
         if let Some(leader) = l.leader {
             leaders.insert(leader);
         }
+        let reassigning = ctx.reassigning(topic, *p).cloned().unwrap_or_default();
         by_topic.entry(topic).or_default().push(
             LeaderAndIsrPartitionState::default()
                 .with_partition_index(*p)
@@ -278,6 +299,8 @@ pub fn leader_and_isr(
                 .with_isr(kp(&l.isr))
                 .with_partition_epoch(l.zk_version)
                 .with_replicas(kp(&ctx.replicas(topic, *p)))
+                .with_adding_replicas(kp(&reassigning.adding))
+                .with_removing_replicas(kp(&reassigning.removing))
                 .with_is_new(is_new)
                 .with_leader_recovery_state(l.leader_recovery_state as i8),
         );

@@ -78,9 +78,17 @@ impl<S: ControllerStore> Controller<S> {
         if !fx.watch_topics.is_empty() {
             self.watch_topics(&fx.watch_topics).await;
         }
+        if !fx.watch_states.is_empty() {
+            self.watch_states(&fx.watch_states).await;
+        }
         if let Some(active) = self.active.as_mut() {
             for topic in &fx.unwatch_topics {
                 active.watches.unwatch(&crate::zk::paths::topic(topic));
+            }
+            for (topic, partition) in &fx.unwatch_states {
+                active
+                    .watches
+                    .unwatch(&crate::zk::paths::partition_state(topic, *partition));
             }
         }
         let active = self.active.as_ref()?;
@@ -129,6 +137,9 @@ impl<S: ControllerStore> Controller<S> {
             ZkOp::Read(Read::PreferredReplicaElection) => Input::Read(ReadResult::PreferredReplicaElection(
                 zk_ops::preferred_replica_election(zk).await?,
             )),
+            ZkOp::Read(Read::ReassignPartitions) => {
+                Input::Read(ReadResult::ReassignPartitions(zk_ops::reassign_partitions(zk).await?))
+            }
             ZkOp::Write(write) => Input::Wrote(self.write(write).await?),
         })
     }
@@ -163,6 +174,14 @@ impl<S: ControllerStore> Controller<S> {
             Write::DeletePreferredReplicaElection => {
                 zk_ops::delete_preferred_replica_election(&self.zk, version).await?;
                 Ok(WriteResult::PreferredReplicaElectionDeleted)
+            }
+            Write::Assignments(writes) => {
+                zk_ops::write_assignments(&self.zk, version, &writes).await?;
+                Ok(WriteResult::AssignmentWritten)
+            }
+            Write::ReassignPartitions(data) => {
+                zk_ops::write_reassign_partitions(&self.zk, version, data).await?;
+                Ok(WriteResult::ReassignPartitionsWritten)
             }
         }
     }

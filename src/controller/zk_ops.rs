@@ -666,3 +666,61 @@ pub async fn delete_preferred_replica_election<S: ZkStore>(
         result => result.map(|_| ()),
     }
 }
+
+/// `/admin/reassign_partitions`' data, `None` when it does not exist.
+pub async fn reassign_partitions<S: ZkStore>(zk: &S) -> Result<Option<Vec<u8>>, ControllerZkError> {
+    match zk.get_data(paths::REASSIGN_PARTITIONS).await {
+        Ok((data, _)) => Ok(Some(data)),
+        Err(ZkError::NoNode { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Sets `/admin/reassign_partitions` to `data`, or deletes it (`None`; already gone counts as
+/// deleted), fenced. A znode deleted meanwhile is not re-created: the tool that wrote it is done.
+pub async fn write_reassign_partitions<S: ZkStore>(
+    zk: &S,
+    epoch_version: ZkVersion,
+    data: Option<Vec<u8>>,
+) -> Result<(), ControllerZkError> {
+    let path = paths::REASSIGN_PARTITIONS.to_string();
+    let op = match data {
+        Some(data) => Op::SetData {
+            path,
+            data,
+            version: None,
+        },
+        None => Op::Delete { path, version: None },
+    };
+    match fenced(zk, epoch_version, vec![op]).await {
+        Err(ControllerZkError::Zk(e)) if matches!(e.root(), ZkError::NoNode { .. }) => Ok(()),
+        result => result.map(|_| ()),
+    }
+}
+
+/// [`write_assignment`] for several topics at once (a reassignment of many).
+pub async fn write_assignments<S: ZkStore + Clone>(
+    zk: &S,
+    epoch_version: ZkVersion,
+    writes: &[super::core::AssignmentWrite],
+) -> Result<(), ControllerZkError> {
+    let mut all = JoinSet::new();
+    for w in writes.iter().cloned() {
+        let zk = zk.clone();
+        all.spawn(async move { write_assignment(&zk, epoch_version, &w.topic, &w.assignment, &w.reassigning).await });
+    }
+    let mut first = Ok(());
+    while let Some(joined) = all.join_next().await {
+        let result = joined.unwrap_or_else(|e| {
+            Err(ControllerZkError::Zk(ZkError::Other {
+                path: paths::BROKER_TOPICS.into(),
+                reason: e.to_string(),
+            }))
+        });
+        // A fencing failure wins: the shell must resign, whatever else failed.
+        if first.is_ok() || matches!(result, Err(ControllerZkError::ControllerMoved)) {
+            first = result;
+        }
+    }
+    first
+}

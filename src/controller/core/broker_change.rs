@@ -123,4 +123,6 @@ pub fn finish(ctx: &mut ControllerContext, all: &[Key], started: &[BrokerId], fx
             .collect();
         fx.send.extend(announce::leader_and_isr_to(ctx, *id, &theirs, false));
     }
+    super::reassignment::stop_strays(ctx, started, fx);
+    super::reassignment::resume_for_brokers(ctx, started, fx);
 }

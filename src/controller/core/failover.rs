@@ -4,8 +4,8 @@
 //! queue; initialize the context and both state machines; connect to and watch every live
 //! broker; tell every broker the cluster (UpdateMetadata), re-announce every partition with a
 //! state to its live replicas (Kafka's replica state machine start-up: a replica in a failed log
-//! dir answers KAFKA_STORAGE_ERROR), elect what needs a leader, and resume the deletions queued
-//! before this controller took over. No I/O: each read is an effect whose result resumes it.
+//! dir answers KAFKA_STORAGE_ERROR), elect what needs a leader, and resume the reassignments in
+//! progress and the deletions queued before this controller took over. No I/O: each read is an effect whose result resumes it.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -115,7 +115,8 @@ fn initialize(ctx: &mut ControllerContext, brokers: Brokers, now: Instant, fx: &
     elect::start(ctx, all, elect::After::Failover, now, fx);
 }
 
-/// After the failover's election: resume the deletions queued before this controller took over.
+/// After the failover's election: resume the reassignments in progress (the topic znodes' and
+/// `/admin/reassign_partitions`'), then the deletions queued before this controller took over.
 pub fn finish(ctx: &mut ControllerContext, fx: &mut Effects) {
-    super::topic_deletion::start(ctx, true, fx);
+    super::reassignment::resume_after_failover(ctx, fx);
 }

@@ -17,7 +17,8 @@
 //! (onControllerFailover after stale notifications are gone), [`controlled_shutdown`]
 //! (ControlledShutdown), [`elect_leaders`] (ElectLeaders, `/admin/preferred_replica_election`,
 //! auto leader rebalance), [`log_dir_event`] (LogDirEventNotification and the replicas brokers
-//! answer KAFKA_STORAGE_ERROR for), [`create_partitions`] (CreatePartitions), [`timers`] (what fires on time), and [`elect`], the election every family ends in
+//! answer KAFKA_STORAGE_ERROR for), [`create_partitions`] (CreatePartitions), [`reassignment`]
+//! (AlterPartitionReassignments, `/admin/reassign_partitions`, their completion), [`timers`] (what fires on time), and [`elect`], the election every family ends in
 //! (decide on the cache, re-read, read unclean-election configs where only an unclean leader
 //! is left, decide again, write fenced, record, announce). The families still in the async
 //! shell enter the core through [`Event::Elect`] and [`Event::WriteDecided`]. [`announce`]
@@ -41,6 +42,9 @@ pub mod isr_change;
 pub mod log_dir_event;
 pub mod partition_modifications;
 pub mod reassignment;
+pub mod reassignment_plan;
+#[cfg(test)]
+mod reassignment_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -182,6 +186,8 @@ pub enum Read {
     TopicsToDelete,
     /// `/admin/preferred_replica_election`: [`ReadResult::PreferredReplicaElection`].
     PreferredReplicaElection,
+    /// `/admin/reassign_partitions`: [`ReadResult::ReassignPartitions`].
+    ReassignPartitions,
 }
 
 /// Fenced writes the core asks for.
@@ -205,6 +211,20 @@ pub enum Write {
     },
     /// Delete `/admin/preferred_replica_election` (already gone counts as deleted).
     DeletePreferredReplicaElection,
+    /// Rewrite these topics' `/brokers/topics/<t>` (each conditional on the version read), all
+    /// at once: [`WriteResult::AssignmentWritten`].
+    Assignments(Vec<AssignmentWrite>),
+    /// Set `/admin/reassign_partitions` to this payload, or delete it (`None`; already gone
+    /// counts as deleted): [`WriteResult::ReassignPartitionsWritten`].
+    ReassignPartitions(Option<Vec<u8>>),
+}
+
+/// One topic's assignment and reassignment state, as [`Write::Assignments`] writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssignmentWrite {
+    pub topic: String,
+    pub assignment: BTreeMap<i32, Vec<BrokerId>>,
+    pub reassigning: BTreeMap<i32, Reassigning>,
 }
 
 /// What a read found.
@@ -225,6 +245,8 @@ pub enum ReadResult {
     TopicsToDelete(Vec<String>),
     /// Its data, `None` when it does not exist.
     PreferredReplicaElection(Option<Vec<u8>>),
+    /// `/admin/reassign_partitions`' data, `None` when it does not exist.
+    ReassignPartitions(Option<Vec<u8>>),
 }
 
 /// What a write did.
@@ -238,6 +260,7 @@ pub enum WriteResult {
     TopicDeleted,
     AssignmentWritten,
     PreferredReplicaElectionDeleted,
+    ReassignPartitionsWritten,
 }
 
 /// Metrics to record.
@@ -264,6 +287,10 @@ pub struct Effects {
     pub watch_topics: Vec<String>,
     /// Stop watching these topics' znodes (deleted).
     pub unwatch_topics: Vec<String>,
+    /// Watch the state znodes of these partitions (being reassigned).
+    pub watch_states: Vec<Key>,
+    /// Stop watching these partitions' state znodes (reassigned).
+    pub unwatch_states: Vec<Key>,
     /// Requests to send, per broker, in order.
     pub send: Vec<(BrokerId, ControlRequest)>,
     pub metrics: Vec<Metric>,

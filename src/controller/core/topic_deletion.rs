@@ -104,17 +104,36 @@ fn resume_deletions(ctx: &mut ControllerContext, queued: Vec<String>, start: boo
     for topic in doomed {
         match ctx.deletion_step(&topic) {
             DeletionStep::Complete => jobs.push_back(Job::Complete(topic)),
-            DeletionStep::Start if !ctx.topics_ineligible_for_deletion.contains(&topic) => start_topic(ctx, &topic, fx),
+            // Kafka marks a topic being reassigned ineligible: it is deleted once that is done.
+            DeletionStep::Start
+                if !ctx.topics_ineligible_for_deletion.contains(&topic) && !reassigning(ctx, &topic) =>
+            {
+                start_topic(ctx, &topic, fx)
+            }
             DeletionStep::Start | DeletionStep::InProgress => {}
         }
     }
     jobs
 }
 
+/// Whether a reassignment holds `topic`'s deletion back: one of its partitions is being
+/// reassigned and has a live leader, so it can finish. One without (offline: no leader is
+/// elected for a topic queued for deletion) never could, so it does not; the deletion then
+/// deletes every replica of the union.
+fn reassigning(ctx: &ControllerContext, topic: &str) -> bool {
+    ctx.topics.get(topic).is_some_and(|t| {
+        t.reassigning.keys().any(|p| {
+            let leader = ctx.leaderships.get(&(topic.to_string(), *p)).and_then(|l| l.leader);
+            leader.is_some_and(|l| ctx.is_live(l))
+        })
+    })
+}
+
 /// Asks for the next znode delete, if any.
 fn next(ctx: &mut ControllerContext, mut jobs: VecDeque<Job>, fx: &mut Effects) {
     let Some(current) = jobs.pop_front() else {
-        return;
+        // Deleted topics leave `/admin/reassign_partitions` too.
+        return super::reassignment::trim_deleted(ctx, fx);
     };
     let (topic, partitions) = match &current {
         Job::DropMarker(topic) => (topic.clone(), Vec::new()),
@@ -169,6 +188,10 @@ fn completed(ctx: &mut ControllerContext, topic: &str, fx: &mut Effects) {
         .map(|p| (topic.to_string(), p))
         .collect();
     ctx.forget_deleted_replicas(topic);
+    if let Some(t) = ctx.topics.get(topic) {
+        let reassigning = t.reassigning.keys().map(|p| (topic.to_string(), *p));
+        fx.unwatch_states.extend(reassigning);
+    }
     ctx.change_states(&keys, PartitionState::Offline);
     ctx.change_states(&keys, PartitionState::NonExistent);
     ctx.topics.remove(topic);

@@ -439,6 +439,12 @@ fn failover_loads_the_cluster_announces_elects_and_resumes_deletions() {
         vec![key("n", 0)]
     );
     let fx = wrote(&mut ctx, WriteResult::PartitionStates { versions: vec![] });
+    assert_eq!(
+        fx.zk,
+        Some(ZkOp::Read(Read::ReassignPartitions)),
+        "then reassignments resume"
+    );
+    let fx = read(&mut ctx, ReadResult::ReassignPartitions(None));
     assert_eq!(fx.zk, Some(ZkOp::Read(Read::TopicsToDelete)), "then deletions resume");
     let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec!["d".into()]));
     assert_eq!(stop_replicas(&fx), vec![2, 3]);

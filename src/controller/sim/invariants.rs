@@ -90,6 +90,9 @@ impl Checker {
             self.check(&w, admin, owner, &mut allowed)?;
         }
         self.shutdowns = now;
+        for (t, p, b) in std::mem::take(&mut world.replica_deletes) {
+            self.check_replica_delete(&t, p, b, &world.deleting)?;
+        }
         // Every unclean election written was counted, and nothing else; but one whose write's
         // reply was lost (one lost reply may cover several partitions) is not known to be written.
         let counted = crate::controller::stats::UNCLEAN_COUNTED.with(|c| c.get());
@@ -135,6 +138,9 @@ impl Checker {
                 return Err(format!("{}: leader {leader} outside ISR {:?}", w.path, l.isr));
             }
         }
+        if w.session != admin {
+            self.check_assigned(&w.path, &l)?;
+        }
         if w.session != admin && l.controller_epoch != epoch_now {
             return Err(format!(
                 "{}: written with controller epoch {} while /controller_epoch is {epoch_now}",
@@ -172,6 +178,39 @@ impl Checker {
             }
         }
         self.states.insert(w.path.clone(), l);
+        Ok(())
+    }
+
+    /// A controller's ISR holds only assigned replicas (RS ⊇ ISR; RS is the union of the original
+    /// and target replicas while a partition is reassigned), except when none of the ISR is
+    /// assigned: those copies are the data's last, kept rather than dropped.
+    fn check_assigned(&self, path: &str, l: &LeaderAndIsr) -> Result<(), String> {
+        let Some((t, p)) = state_key(path) else { return Ok(()) };
+        let Some(rs) = self.assignments.get(&t).and_then(|a| a.get(&p)) else {
+            return Ok(());
+        };
+        let outside: Vec<&BrokerId> = l.isr.iter().filter(|b| !rs.contains(b)).collect();
+        if !outside.is_empty() && outside.len() < l.isr.len() {
+            return Err(format!(
+                "{path}: ISR {:?} holds {outside:?}, not in the replicas {rs:?}",
+                l.isr
+            ));
+        }
+        Ok(())
+    }
+
+    /// A replica is deleted (StopReplica with delete, outside a topic deletion) only while
+    /// another replica is in sync: no acknowledged data loses its last in-sync copy.
+    fn check_replica_delete(&self, t: &str, p: i32, b: BrokerId, deleting: &BTreeSet<String>) -> Result<(), String> {
+        if deleting.contains(t) {
+            return Ok(());
+        }
+        let Some(l) = self.states.get(&paths::partition_state(t, p)) else {
+            return Ok(());
+        };
+        if l.isr.iter().all(|r| *r == b) {
+            return Err(format!("{t}-{p}: replica on {b} deleted while the ISR is {:?}", l.isr));
+        }
         Ok(())
     }
 
@@ -236,7 +275,21 @@ impl Checker {
         if !queued.is_empty() {
             return Err(format!("deletions not done: {queued:?}"));
         }
-        for (t, assignment) in world.topics().await {
+        if world
+            .admin
+            .exists(paths::REASSIGN_PARTITIONS)
+            .await
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            return Err(format!("{} not deleted", paths::REASSIGN_PARTITIONS));
+        }
+        for (t, info) in world.topic_infos().await {
+            if let Some((p, r)) = info.reassigning.iter().next() {
+                return Err(format!("{t}-{p} still being reassigned: {r:?}"));
+            }
+            let assignment = info.assignment;
             for p in assignment.keys() {
                 let path = paths::partition_state(&t, *p);
                 let Ok((data, stat)) = world.admin.get_data(&path).await else {
@@ -246,6 +299,12 @@ impl Checker {
                 let live = |b: BrokerId| world.brokers.iter().any(|x| x.id == b && x.registered);
                 if !l.leader.is_some_and(live) {
                     return Err(format!("{t}-{p} has no live leader: {l:?}"));
+                }
+                if l.isr.iter().any(|b| !assignment[p].contains(b)) {
+                    return Err(format!(
+                        "{t}-{p}: ISR {:?} not within the replicas {:?}",
+                        l.isr, assignment[p]
+                    ));
                 }
             }
         }

@@ -28,6 +28,7 @@
 //! shortest failing prefix of its schedule.
 
 mod invariants;
+mod reassign;
 mod rng;
 mod world;
 
@@ -103,7 +104,7 @@ async fn drive(world: &mut World, faults: usize) -> Result<(), String> {
     for _ in 0..3000 {
         world.step += 1;
         let before = checker.writes;
-        let busy = !world.in_flight.is_empty();
+        let busy = !world.in_flight.is_empty() | world.catch_up().await;
         while !world.in_flight.is_empty() {
             world.deliver(0, false);
         }
@@ -131,7 +132,7 @@ async fn fault(world: &mut World) {
     let n = world.brokers.len();
     let i = world.rng.below(n);
     let until = world.step + 1 + world.rng.below(8);
-    match world.rng.below(17) {
+    match world.rng.below(19) {
         0 | 1 => world.kill(i),
         2 | 3 => world.restart(i).await,
         4 => {
@@ -155,6 +156,7 @@ async fn fault(world: &mut World) {
         13 => world.change_isr().await,
         14 => world.elect_preferred().await,
         15 => world.controlled_shutdown(i).await,
+        16 | 17 => world.reassign().await,
         _ => world.elect_unclean().await,
     }
 }
@@ -203,7 +205,11 @@ pub fn report(seed: u64, outcome: &Outcome) -> String {
         .trace
         .iter()
         .rev()
-        .take(80)
+        .take(if std::env::var_os("KASTLE_SIM_FULL_TRACE").is_some() {
+            usize::MAX
+        } else {
+            80
+        })
         .collect::<Vec<_>>()
         .into_iter()
         .rev()

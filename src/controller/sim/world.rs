@@ -62,6 +62,11 @@ pub struct World {
     pub unclean_asked: Arc<Mutex<UncleanAsked>>,
     /// Write replies lost on purpose (an election written but never acknowledged is not counted).
     pub lost_replies: usize,
+    /// Topics an operator asked to delete (their replicas may all be deleted).
+    pub deleting: BTreeSet<String>,
+    /// StopReplica(delete) requests delivered since the checker last looked: (topic, partition,
+    /// broker).
+    pub replica_deletes: Vec<(String, i32, BrokerId)>,
 }
 
 /// Accepted controlled shutdowns: per broker, the controller epoch and a sequence number (a
@@ -147,6 +152,8 @@ impl World {
             shutdowns: Arc::default(),
             unclean_asked: Arc::default(),
             lost_replies: 0,
+            deleting: BTreeSet::new(),
+            replica_deletes: Vec::new(),
         };
         for i in 1..=brokers as i32 {
             let id = BrokerId(i);
@@ -194,6 +201,14 @@ impl World {
         };
         if !b.registered {
             return;
+        }
+        if let ControlRequest::StopReplica(r) = &sent.request {
+            for t in &r.topic_states {
+                for p in t.partition_states.iter().filter(|p| p.delete_partition) {
+                    let deleted = (t.topic_name.0.to_string(), p.partition_index, sent.broker);
+                    self.replica_deletes.push(deleted);
+                }
+            }
         }
         if let Some(answer) = answer(&sent, &b.failed) {
             self.log(format!("answer {} {answer:?}", sent.broker));
@@ -342,6 +357,7 @@ impl World {
         let Some(t) = self.rng.pick(&topics).cloned() else {
             return;
         };
+        self.deleting.insert(t.clone());
         let ok = self
             .admin
             .create(&paths::delete_topic(&t), &[], CreateMode::Persistent)
@@ -488,11 +504,18 @@ impl World {
 
     /// A partition leader shrinks or expands its ISR (conditional on the state znode's version,
     /// as Kafka's ZK-mode AlterIsr) and announces it under `/isr_change_notification`.
+    /// Replicas being removed are not added ([`super::reassign`] says why).
     pub async fn change_isr(&mut self) {
-        let topics = self.topics().await;
+        let topics = self.topic_infos().await;
         let keys: Vec<(String, i32, Vec<BrokerId>)> = topics
             .into_iter()
-            .flat_map(|(t, a)| a.into_iter().map(move |(p, r)| (t.clone(), p, r)))
+            .flat_map(|(t, info)| {
+                let reassigning = info.reassigning;
+                info.assignment.into_iter().map(move |(p, r)| {
+                    let removing = reassigning.get(&p).map(|r| r.removing.clone()).unwrap_or_default();
+                    (t.clone(), p, r.into_iter().filter(|b| !removing.contains(b)).collect())
+                })
+            })
             .collect();
         let Some((t, p, replicas)) = self.rng.pick(&keys).cloned() else {
             return;
