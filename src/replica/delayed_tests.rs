@@ -57,6 +57,8 @@ fn lead(rm: &ReplicaManager, parts: std::ops::Range<i32>, leader: i32, epoch: i3
                 isr: ids.clone(),
                 partition_epoch: 0,
                 replicas: ids.clone(),
+                adding: Vec::new(),
+                removing: Vec::new(),
             },
         })
         .collect();

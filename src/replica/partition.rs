@@ -44,6 +44,9 @@ pub struct PartitionState {
     /// zkVersion of the state znode.
     pub partition_epoch: i32,
     pub replicas: Vec<BrokerId>,
+    /// While the partition is reassigned: the replicas being added and removed (KIP-455).
+    pub adding: Vec<BrokerId>,
+    pub removing: Vec<BrokerId>,
 }
 
 /// The result of a read.
@@ -617,13 +620,20 @@ impl Partition {
     }
 
     /// Leader-side health for metrics: (is leader, ISR size, replication factor, min ISR).
-    pub fn replication_status(&self, min_isr: i32) -> (bool, usize, usize, usize) {
+    /// (leads, ISR size, replication factor, effective min ISR, being reassigned). While
+    /// reassigned, the replication factor is the target's (Kafka's
+    /// `PartitionReplicaAssignment.replicationFactor`: replicas minus those being removed), so
+    /// a move does not count as under-replicated once the targets are in sync.
+    pub fn replication_status(&self, min_isr: i32) -> (bool, usize, usize, usize, bool) {
         let inner = self.inner();
+        let s = &inner.state;
+        let rf = s.replicas.iter().filter(|b| !s.removing.contains(b)).count();
         (
-            inner.state.leader == self.local,
-            inner.state.isr.len(),
-            inner.state.replicas.len(),
-            effective_min_isr(&inner.state, min_isr),
+            s.leader == self.local,
+            s.isr.len(),
+            rf,
+            effective_min_isr(s, min_isr),
+            !s.adding.is_empty() || !s.removing.is_empty(),
         )
     }
 

@@ -97,6 +97,8 @@ pub struct ReplicationCounts {
     pub under_min_isr: usize,
     pub at_min_isr: usize,
     pub offline: usize,
+    /// Led partitions being reassigned (KIP-352's ReassigningPartitions).
+    pub reassigning: usize,
 }
 
 impl ReplicaManager {
@@ -346,10 +348,15 @@ impl ReplicaManager {
                 // request carries the new ones (the leader must learn them to let the new
                 // replicas into the ISR). Only the replica set is taken from it then.
                 let current = existing.state();
-                let state = if p.state.leader_epoch == current.leader_epoch && p.state.replicas != current.replicas {
+                let new_set = p.state.replicas != current.replicas
+                    || p.state.adding != current.adding
+                    || p.state.removing != current.removing;
+                let state = if p.state.leader_epoch == current.leader_epoch && new_set {
                     tracing::info!(partition = %p.tp, replicas = ?p.state.replicas, "taking the new replica set of the current leader epoch");
                     PartitionState {
                         replicas: p.state.replicas.clone(),
+                        adding: p.state.adding.clone(),
+                        removing: p.state.removing.clone(),
                         ..current
                     }
                 } else if p.state.leader_epoch <= current.leader_epoch {
@@ -429,6 +436,8 @@ impl ReplicaManager {
             isr: stored.isr.clone(),
             partition_epoch: stored.zk_version,
             replicas: current.replicas,
+            adding: current.adding,
+            removing: current.removing,
         };
         if let Err(e) = existing.apply(state.clone(), self.min_insync_replicas(tp), now_ms) {
             tracing::error!(partition = %tp, error = %e, "cannot apply the stored state");
@@ -524,11 +533,12 @@ impl ReplicaManager {
                 c.offline += 1;
                 continue;
             }
-            let (leader, isr, rf, min) = p.replication_status(self.min_insync_replicas(&p.tp));
+            let (leader, isr, rf, min, reassigning) = p.replication_status(self.min_insync_replicas(&p.tp));
             if !leader {
                 continue;
             }
             c.leaders += 1;
+            c.reassigning += usize::from(reassigning);
             c.under_replicated += usize::from(isr < rf);
             c.under_min_isr += usize::from(isr < min);
             c.at_min_isr += usize::from(isr == min);
@@ -545,6 +555,7 @@ impl ReplicaManager {
         metrics::gauge!("kafka_server_replicamanager_underminisrpartitioncount").set(c.under_min_isr as f64);
         metrics::gauge!("kafka_server_replicamanager_atminisrpartitioncount").set(c.at_min_isr as f64);
         metrics::gauge!("kafka_server_replicamanager_offlinereplicacount").set(c.offline as f64);
+        metrics::gauge!("kafka_server_replicamanager_reassigningpartitions").set(c.reassigning as f64);
         metrics::gauge!("kafka_server_replicafetchermanager_maxlag", "clientid" => "Replica")
             .set(self.fetchers.max_lag() as f64);
         metrics::gauge!("kafka_server_delayedoperationpurgatory_purgatorysize", "delayedoperation" => "Fetch")

@@ -50,6 +50,8 @@ fn state(leader: i32, epoch: i32, isr: &[i32]) -> PartitionState {
         isr: b(isr),
         partition_epoch: 0,
         replicas: b(&[1, 2, 3]),
+        adding: Vec::new(),
+        removing: Vec::new(),
     }
 }
 

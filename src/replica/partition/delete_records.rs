@@ -201,6 +201,8 @@ mod tests {
             isr: vec![BrokerId(1), BrokerId(2)],
             partition_epoch: 0,
             replicas: vec![BrokerId(1), BrokerId(2)],
+            adding: Vec::new(),
+            removing: Vec::new(),
         };
         let p = Partition::new(tp, uuid::Uuid::nil(), BrokerId(local), state.clone(), log, 0);
         p.apply(state, 1, 0).expect("apply");

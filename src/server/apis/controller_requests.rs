@@ -58,6 +58,8 @@ pub(super) async fn leader_and_isr(
                 isr: ids(&p.isr),
                 partition_epoch: p.partition_epoch,
                 replicas: ids(&p.replicas),
+                adding: ids(&p.adding_replicas),
+                removing: ids(&p.removing_replicas),
             },
         });
     }
