@@ -5,15 +5,15 @@
 //! [`core`] is the pure core, `step(&mut ControllerContext, Input, now) -> Effects` (BrokerChange,
 //! IsrChangeNotification, TopicChange, PartitionModifications, topic deletion, failover,
 //! ControlledShutdown, ElectLeaders and the preferred-election znode, the auto leader rebalance
-//! timer, log-dir events, CreatePartitions, and every election), and `shell` the async loop part that performs its
+//! timer, log-dir events, CreatePartitions, partition reassignment, and every election), and `shell` the async loop part that performs its
 //! effects (answers and timers too) and feeds results back.
 //! `handle` starts the controller and is its API to the broker ([`ControllerHandle`]);
 //! [`controller`] owns the event loop and the controller election;
 //! [`election_backoff`] spaces failed elections and recognises a deleted ZooKeeper tree;
 //! `event_manager` the event queue and the watches that feed it; `operations` the shell's
 //! entry points for operator-facing work (controlled shutdown, leader elections, log-dir
-//! failures, CreatePartitions), whose refusals are [`error::ControllerError`]; `modifications` the topic and
-//! broker znode watches and in-place edits of broker znodes; `notifications` ISR-change notifications and stale notifications at
+//! failures, CreatePartitions, reassignments), whose refusals are [`error::ControllerError`]; `modifications` the topic,
+//! broker and (for partitions being reassigned) state znode watches and in-place edits of broker znodes; `notifications` ISR-change notifications and stale notifications at
 //! failover; [`stats`] the metrics; [`zk_ops`] its ZooKeeper I/O, on any [`store::ControllerStore`],
 //! whose writes [`retry`] carries across connection loss (idempotently, within the session)
 //! (the real session or `FakeZk`, on which `loop_tests` runs the loop); [`channel`] one sender per

@@ -18,7 +18,8 @@
 //! (ControlledShutdown), [`elect_leaders`] (ElectLeaders, `/admin/preferred_replica_election`,
 //! auto leader rebalance), [`log_dir_event`] (LogDirEventNotification and the replicas brokers
 //! answer KAFKA_STORAGE_ERROR for), [`create_partitions`] (CreatePartitions), [`reassignment`]
-//! (AlterPartitionReassignments, `/admin/reassign_partitions`, their completion), [`timers`] (what fires on time), and [`elect`], the election every family ends in
+//! (AlterPartitionReassignments, `/admin/reassign_partitions`, their completion; its decisions
+//! in [`reassignment_plan`]), [`timers`] (what fires on time), and [`elect`], the election every family ends in
 //! (decide on the cache, re-read, read unclean-election configs where only an unclean leader
 //! is left, decide again, write fenced, record, announce). The families still in the async
 //! shell enter the core through [`Event::Elect`] and [`Event::WriteDecided`]. [`announce`]

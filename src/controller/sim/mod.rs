@@ -11,19 +11,23 @@
 //! zombie controllers (watches held while `/controller` moves), ZooKeeper disconnects, lost
 //! write replies, dropped and duplicated requests, log-dir failures, ISR changes by leaders,
 //! preferred and unclean (ElectLeaders) elections, controlled shutdowns (after which the broker
-//! may exit), and topic creation, deletion and partition addition racing with all of
-//! them. [`invariants::Checker`] checks ZooKeeper's write log after every step (one
+//! may exit), partition reassignments (AlterPartitionReassignments via any broker or
+//! `/admin/reassign_partitions`, to live or dead brokers, and cancellations), and topic creation,
+//! deletion and partition addition racing with all of them. [`invariants::Checker`] checks ZooKeeper's write log after every step (one
 //! controller's writes per epoch, epochs never backwards, leader in a non-empty ISR, no
 //! election outside the ISR unless unclean election is on or an unclean ElectLeaders asked for
 //! it, every unclean election counted, no broker elected by the controller that accepted its
 //! controlled shutdown, no illegal partition state change, a partition's state znode deleted
-//! only once every replica confirmed its StopReplica(delete)) and, once everything is healed
-//! and quiet, liveness (one controller, every partition led, and every deletion done: deletion
-//! completes once all replicas are reachable).
+//! only once every replica confirmed its StopReplica(delete), a controller's ISR within the
+//! partition's replicas, no replica deleted outside a topic deletion while it is the last in
+//! the ISR) and, once everything is healed and quiet (the new replicas of moving partitions
+//! caught up), liveness (one controller, every partition led by an assigned replica, every
+//! deletion and every reassignment done, `/admin/reassign_partitions` gone).
 //!
 //! `cargo test --lib controller::sim` runs [`FIXED_SEEDS`]; `scripts/simulate --seeds N
 //! [--seed S]` runs more (the ignored `explore` test, reading `KASTLE_SIM_SEEDS` and
-//! `KASTLE_SIM_SEED`; `KASTLE_SIM_LOG=kastle::controller=debug` adds the controllers' logs).
+//! `KASTLE_SIM_SEED`; `KASTLE_SIM_LOG=kastle::controller=debug` adds the controllers' logs,
+//! `KASTLE_SIM_FULL_TRACE=1` prints the whole trace instead of its last 80 lines).
 //! A failing seed prints itself, the violation and the trace of the
 //! shortest failing prefix of its schedule.
 
