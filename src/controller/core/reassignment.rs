@@ -198,14 +198,22 @@ pub fn isr_changed(ctx: &mut ControllerContext, partitions: Vec<Key>, fx: &mut E
 
 pub fn resume(ctx: &mut ControllerContext, waiting: Waiting, input: Input, _now: Instant, fx: &mut Effects) {
     if failed(&input) {
-        if let Waiting::Leaderships { mut check, .. } = waiting {
-            // Most likely a leader's ISR write won the race: read again and retry.
-            check.attempt += 1;
-            if check.attempt < ATTEMPTS {
-                self::check(ctx, check, fx);
+        let then = match waiting {
+            Waiting::Leaderships { mut check, .. } => {
+                // Most likely a leader's ISR write won the race: read again and retry.
+                check.attempt += 1;
+                if check.attempt < ATTEMPTS {
+                    return self::check(ctx, check, fx);
+                }
+                check.then()
             }
-        }
-        return;
+            Waiting::ZNode { then, .. } | Waiting::Trimming { then } | Waiting::Trimmed { then } => then,
+            Waiting::Starting(s) => s.check.then(),
+            Waiting::States(c) | Waiting::Finishing(c) => c.then(),
+        };
+        // The reassignments wait for the next trigger; what the event was to do after them
+        // (a failover's deletions) still runs.
+        return finish(ctx, then, fx);
     }
     match (waiting, input) {
         (Waiting::ZNode { resume, then }, Input::Read(ReadResult::ReassignPartitions(data))) => {

@@ -437,3 +437,13 @@ fn a_topic_being_reassigned_is_not_deleted_until_the_move_ends() {
         vec![(key("t", 0), Err(ControllerError::UnknownTopicOrPartition))]
     );
 }
+
+#[test]
+fn a_failed_step_of_the_failover_still_resumes_deletions() {
+    let mut ctx = four_brokers();
+    let mut fx = Effects::default();
+    super::reassignment::resume_after_failover(&mut ctx, &mut fx);
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::ReassignPartitions)));
+    let fx = step(&mut ctx, Input::Failed, std::time::Instant::now());
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::TopicsToDelete)));
+}
