@@ -16,6 +16,8 @@ use common::cluster::{self, controller_of, metadata, partition_in};
 use common::faults::{loopback, registered, SAFE};
 use common::reliability::{check, Ack, Read, CONSUMER, PRODUCER};
 use common::replicas::python;
+use common::replicas::spec;
+use common::zookeeper::free_port;
 use common::{unique_chroot, wait_until_else, BrokerProcess, BrokerSpec};
 use kastle::zk::store::{CreateMode, ZkStore};
 use kastle::zk::ZkSession;
@@ -370,7 +372,21 @@ fn dirs(brokers: &[BrokerProcess]) -> Vec<PathBuf> {
 async fn r15_reassignment_under_load_with_two_bounces_loses_nothing() {
     let _serial = SERIAL.lock().await;
     let chroot = unique_chroot("reassign-r15");
-    let (zk, specs, mut brokers) = loopback(&chroot, 4, &SAFE).await;
+    // Broker 4 (every partition's new replica) is held by SIGSTOP while both bounces happen,
+    // so that they happen mid-move; its session is long enough for it to stay registered.
+    let specs: Vec<BrokerSpec> = (1..=4)
+        .map(|id| {
+            let s = spec(&chroot, id, &SAFE).port(free_port());
+            if id == 4 {
+                s.session_timeout_ms(30_000)
+            } else {
+                s
+            }
+        })
+        .collect();
+    let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    let zk = common::zookeeper().session(&chroot).await;
+    cluster::cluster_ready(&zk, 4).await;
     let all = [1, 2, 3, 4];
     let topic = format!("r15-{}", uuid::Uuid::new_v4().simple());
     let t = topic.as_str();
@@ -396,23 +412,47 @@ async fn r15_reassignment_under_load_with_two_bounces_loses_nothing() {
         .collect();
     let files = tempfile::tempdir().expect("tempdir");
     let plan_file = json_file(files.path(), "plan.json", &plan(t, &targets));
+    let held = Instant::now();
+    brokers[3].pause().await;
     let started = Instant::now();
     let out = ok(&boot, &["--execute", "--reassignment-json-file", &plan_file]);
     assert!(
         out.contains("Successfully started partition reassignments for"),
         "{out}"
     );
-
-    bounce(&zk, &mut brokers, &specs, 1).await;
-    eprintln!("r15: broker 1 bounced {:?} after --execute", started.elapsed());
-    producer
-        .wait_more(300, "300 acknowledged after broker 1's bounce")
+    let moving = |znode: &serde_json::Value| {
+        (0..PARTITIONS).all(|p| znode["adding_replicas"][p.to_string()] == serde_json::json!([4]))
+    };
+    wait_until_else(
+        Duration::from_secs(20),
+        "every partition adding broker 4",
+        || async { moving(&topic_znode(&zk, t).await) },
+        || logs(&brokers),
+    )
+    .await;
+    for id in [1, 3] {
+        bounce(&zk, &mut brokers, &specs, id).await;
+        eprintln!("r15: broker {id} bounced {:?} after --execute", started.elapsed());
+        // Back in every ISR it belongs to before the next fault.
+        wait_until_else(
+            Duration::from_secs(20),
+            &format!("broker {id} back in sync"),
+            || async {
+                let m = metadata(&zk, 2).await;
+                (0..PARTITIONS).all(|p| {
+                    partition_in(&m, t, p).is_some_and(|(l, r, isr)| l >= 0 && (!r.contains(&id) || isr.contains(&id)))
+                })
+            },
+            || logs(&brokers),
+        )
         .await;
-    bounce(&zk, &mut brokers, &specs, 3).await;
-    eprintln!("r15: broker 3 bounced {:?} after --execute", started.elapsed());
-    producer
-        .wait_more(300, "300 acknowledged after broker 3's bounce")
-        .await;
+        let znode = topic_znode(&zk, t).await;
+        assert!(moving(&znode), "still moving after broker {id}'s bounce: {znode}");
+    }
+    assert!(registered(&zk, 4).await, "the held broker still registered");
+    brokers[3].signal("CONT");
+    eprintln!("r15: broker 4 held {:?}", held.elapsed());
+    producer.wait_more(300, "300 acknowledged after the bounces").await;
 
     verify_until_complete(
         &zk,
