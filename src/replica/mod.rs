@@ -24,6 +24,7 @@ pub mod isr_writer;
 pub mod partition;
 pub mod purgatory;
 pub mod replica_manager;
+pub mod replication_quota;
 pub mod state_watch;
 
 pub use error::ReplicaError;
