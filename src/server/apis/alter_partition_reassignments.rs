@@ -117,8 +117,9 @@ fn ids(list: &[BrokerId]) -> String {
 
 /// Why `target` is not a valid reassignment of a partition on `current` with in-sync `isr`,
 /// given the `live` brokers: Kafka's `validateReplicas` checks in its order (empty, duplicates,
-/// negative ids, new replicas not alive), then kastle's own: the target keeps no live in-sync
-/// replica (it would leave the data with no complete copy while the new replicas catch up).
+/// negative ids, new replicas not alive), then kastle's own: the request would drop every
+/// in-sync replica (a replaced or cancelled move whose new replicas are the only ones in sync;
+/// Kafka would delete the data's last copies).
 pub(crate) fn invalid_assignment_message(
     target: &[BrokerId],
     current: &[BrokerId],
@@ -148,7 +149,7 @@ pub(crate) fn invalid_assignment_message(
         );
     }
     format!(
-        "Replica assignment {} keeps no live in-sync replica of the partition (ISR {}).",
+        "Replica assignment {} would drop every in-sync replica of the partition (ISR {}).",
         ids(target),
         ids(isr)
     )
@@ -185,7 +186,7 @@ mod tests {
         let m = invalid_assignment_message(&b(&[2, 3]), &b(&[1, 2]), &b(&[1]), &live);
         assert_eq!(
             m,
-            "Replica assignment [2, 3] keeps no live in-sync replica of the partition (ISR [1])."
+            "Replica assignment [2, 3] would drop every in-sync replica of the partition (ISR [1])."
         );
     }
 }
