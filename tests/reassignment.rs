@@ -384,9 +384,13 @@ async fn r15_reassignment_under_load_with_two_bounces_loses_nothing() {
             }
         })
         .collect();
-    let mut brokers: Vec<BrokerProcess> = specs.iter().map(BrokerProcess::start).collect();
+    // Broker 4 starts once a controller is elected among 1-3: the held broker must not be the
+    // controller (which --execute talks to), and a stopped broker cannot win an election.
+    let mut brokers: Vec<BrokerProcess> = specs[..3].iter().map(BrokerProcess::start).collect();
     let zk = common::zookeeper().session(&chroot).await;
-    cluster::cluster_ready(&zk, 4).await;
+    cluster::cluster_ready(&zk, 3).await;
+    brokers.push(BrokerProcess::start(&specs[3]));
+    cluster::all_registered(&zk, 4).await;
     let all = [1, 2, 3, 4];
     let topic = format!("r15-{}", uuid::Uuid::new_v4().simple());
     let t = topic.as_str();
@@ -412,6 +416,7 @@ async fn r15_reassignment_under_load_with_two_bounces_loses_nothing() {
         .collect();
     let files = tempfile::tempdir().expect("tempdir");
     let plan_file = json_file(files.path(), "plan.json", &plan(t, &targets));
+    assert_ne!(controller_of(&zk).await, Some(4), "the controller is one of 1-3");
     let held = Instant::now();
     brokers[3].pause().await;
     let started = Instant::now();
@@ -514,9 +519,12 @@ async fn r15_reassignment_under_load_with_two_bounces_loses_nothing() {
 async fn a_reassignment_written_to_the_admin_znode_runs_and_removes_it() {
     let _serial = SERIAL.lock().await;
     let chroot = unique_chroot("reassign-znode");
-    let brokers = cluster::start(&chroot, &[1, 2, 3, 4]);
+    // Broker 4, held below, joins after the controller is elected among 1-3.
+    let mut brokers = cluster::start(&chroot, &[1, 2, 3]);
     let zk = common::zookeeper().session(&chroot).await;
-    cluster::cluster_ready(&zk, 4).await;
+    cluster::cluster_ready(&zk, 3).await;
+    brokers.extend(cluster::start(&chroot, &[4]));
+    cluster::all_registered(&zk, 4).await;
     let all = [1, 2, 3, 4];
     let topic = format!("znode-{}", uuid::Uuid::new_v4().simple());
     let t = topic.as_str();
