@@ -140,9 +140,10 @@ pub const DYNAMIC_BROKER_KEYS: &[(&str, Scope, Effect)] = &[
     ("remote.log.manager.copy.max.bytes.per.second", ClusterWide, Stored),
     ("remote.log.manager.fetch.max.bytes.per.second", ClusterWide, Stored),
     ("remote.list.offsets.request.timeout.ms", ClusterWide, Stored),
-    // QuotaConfig.brokerQuotaConfigs: replication throttles, enforced by reassignment later.
-    ("leader.replication.throttled.rate", ClusterWide, Stored),
-    ("follower.replication.throttled.rate", ClusterWide, Stored),
+    // QuotaConfig.brokerQuotaConfigs: the replication throttles (KIP-73), applied to the
+    // ReplicaManager's quotas; log-dir moves are not supported, so their throttle is stored.
+    ("leader.replication.throttled.rate", ClusterWide, Live),
+    ("follower.replication.throttled.rate", ClusterWide, Live),
     ("replica.alter.log.dirs.io.max.bytes.per.second", ClusterWide, Stored),
 ];
 

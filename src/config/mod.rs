@@ -278,6 +278,35 @@ impl KafkaConfig {
         &self.inter_broker_protocol_version
     }
 
+    /// `leader.replication.throttled.rate` in bytes/s (KIP-73); `None`: unlimited (the
+    /// default, `Long.MAX_VALUE`).
+    pub fn leader_replication_throttled_rate(&self) -> Option<u64> {
+        self.throttled_rate("leader.replication.throttled.rate")
+    }
+
+    /// `follower.replication.throttled.rate` in bytes/s; `None`: unlimited.
+    pub fn follower_replication_throttled_rate(&self) -> Option<u64> {
+        self.throttled_rate("follower.replication.throttled.rate")
+    }
+
+    fn throttled_rate(&self, key: &str) -> Option<u64> {
+        self.get_i64(key).filter(|r| *r >= 0 && *r < i64::MAX).map(|r| r as u64)
+    }
+
+    /// `replication.quota.window.num` (11): samples the replication quotas keep.
+    pub fn replication_quota_window_num(&self) -> usize {
+        self.get_i32("replication.quota.window.num").unwrap_or(11).max(1) as usize
+    }
+
+    /// `replication.quota.window.size.seconds` (1): each sample's span.
+    pub fn replication_quota_window_size(&self) -> Duration {
+        Duration::from_secs(
+            self.get_i32("replication.quota.window.size.seconds")
+                .unwrap_or(1)
+                .max(1) as u64,
+        )
+    }
+
     /// kastle's `metrics.listener` (`host:port` of the Prometheus endpoint), if enabled.
     pub fn metrics_listener(&self) -> Option<&str> {
         self.metrics_listener.as_deref()

@@ -5,7 +5,10 @@
 //! progress, which may move the HW: the produces and consumer fetches parked on that partition
 //! are completed from here, as Kafka does. While fewer than `min_bytes` are available the
 //! fetch parks in the purgatory as a `DelayedFetch`, woken only by events on its own
-//! partitions, until `max_wait_ms`.
+//! partitions, until `max_wait_ms`. A follower's fetch of a partition throttled on the leader
+//! side (KIP-73) gets no records while the leader quota is exceeded and the follower is out of
+//! the ISR; what a follower fetch returns for throttled partitions is recorded against the
+//! quota, and for a replica being added by a reassignment counted as ReassignmentBytesOut.
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -128,6 +131,9 @@ impl ReplicaManager {
             let diverging = results.iter().any(|r| r.diverging_epoch.is_some());
             let expired = tokio::time::Instant::now() >= deadline;
             if total as u64 >= min_bytes.max(1) || errors || diverging || expired {
+                if let Some(replica) = params.replica {
+                    self.record_replication(replica, &hosted, &partitions, &results);
+                }
                 return results;
             }
             let watches = partitions
@@ -149,6 +155,44 @@ impl ReplicaManager {
             let _ = tokio::time::timeout_at(deadline, rx).await;
             drop(parked);
         }
+    }
+
+    /// What a follower fetch answered: bytes of throttled partitions against the leader quota
+    /// (Kafka's `sizeOfThrottledPartitions`, in-sync followers' included), bytes to a replica
+    /// a reassignment adds as ReassignmentBytesOut.
+    fn record_replication(
+        &self,
+        replica: BrokerId,
+        hosted: &[Option<Arc<Partition>>],
+        wanted: &[FetchPartition],
+        results: &[FetchPartitionResult],
+    ) {
+        let (mut throttled, mut reassignment) = (0u64, 0u64);
+        for ((partition, w), r) in hosted.iter().zip(wanted).zip(results) {
+            let bytes = r.size() as u64;
+            if self.quotas().leader().is_throttled(&w.tp) {
+                throttled += bytes;
+            }
+            if bytes > 0 && partition.as_ref().is_some_and(|p| p.is_adding_replica(replica)) {
+                reassignment += bytes;
+            }
+        }
+        self.quotas().leader().record(throttled, crate::clock::now_ms());
+        if reassignment > 0 {
+            metrics::counter!("kafka_server_brokertopicmetrics_reassignmentbytesout_total").increment(reassignment);
+        }
+    }
+
+    /// Kafka's `shouldLeaderThrottle` without the ISR check (the read makes it): per
+    /// partition, whether it is throttled here while the leader quota is exceeded.
+    fn leader_throttles(&self, wanted: &[FetchPartition]) -> Vec<bool> {
+        let mut quota = self.quotas().leader();
+        let mut exceeded = None;
+        let now = crate::clock::now_ms();
+        wanted
+            .iter()
+            .map(|w| quota.is_throttled(&w.tp) && *exceeded.get_or_insert_with(|| quota.is_quota_exceeded(now)))
+            .collect()
     }
 
     /// Every partition read by [`Partition::try_read_caught_up`] (try-locks only, no syscall:
@@ -220,10 +264,19 @@ impl ReplicaManager {
                 .iter()
                 .map(|w| self.min_insync_replicas(&w.tp))
                 .collect();
+            let throttles = if params.replica.is_some() {
+                self.leader_throttles(&wanted[range.clone()])
+            } else {
+                vec![false; len]
+            };
             let purgatory = Arc::clone(self.purgatory());
             let read = self
                 .run_io(dir.as_deref().map(Partition::log_dir), move || {
-                    read_all(&purgatory, &params, bound, &run, &wanted[range], &min_isrs, budget)
+                    let per_partition = PerPartition {
+                        min_isrs: &min_isrs,
+                        throttles: &throttles,
+                    };
+                    read_all(&purgatory, &params, bound, &run, &wanted[range], per_partition, budget)
                 })
                 .await
                 .unwrap_or_else(|error| ReadPass {
@@ -240,6 +293,13 @@ impl ReplicaManager {
     }
 }
 
+/// What [`read_all`] knows per partition beforehand (from the async side).
+struct PerPartition<'a> {
+    min_isrs: &'a [i32],
+    /// Throttled on the leader side with the quota exceeded.
+    throttles: &'a [bool],
+}
+
 /// On the I/O executor: everything that may wait for a partition's lock (and so for its disk)
 /// happens here — the purgatory's starting positions, the reads, and the produce status of
 /// partitions whose HW a follower's read moved.
@@ -249,7 +309,7 @@ fn read_all(
     bound: FetchBound,
     hosted: &[Option<Arc<Partition>>],
     wanted: &[FetchPartition],
-    min_isrs: &[i32],
+    per_partition: PerPartition<'_>,
     mut budget: usize,
 ) -> ReadPass {
     let mut pass = ReadPass {
@@ -258,7 +318,8 @@ fn read_all(
         starts: Vec::with_capacity(wanted.len()),
     };
     let mut hw_moved = Vec::new();
-    for ((partition, w), min_isr) in hosted.iter().zip(wanted).zip(min_isrs.iter().copied()) {
+    let known = per_partition.min_isrs.iter().zip(per_partition.throttles);
+    for ((partition, w), (&min_isr, &throttle)) in hosted.iter().zip(wanted).zip(known) {
         let (start, result) = match partition {
             None => (
                 (0, 0),
@@ -269,7 +330,14 @@ fn read_all(
                 let start = (at.generation, at.position(bound));
                 (
                     start,
-                    read_one(params, partition, w, budget, min_isr, &mut pass, &mut hw_moved),
+                    read_one(
+                        params,
+                        partition,
+                        w,
+                        (budget, min_isr, throttle),
+                        &mut pass,
+                        &mut hw_moved,
+                    ),
                 )
             }
         };
@@ -287,8 +355,7 @@ fn read_one(
     params: &FetchParams,
     partition: &Arc<Partition>,
     w: &FetchPartition,
-    budget: usize,
-    min_isr: i32,
+    (budget, min_isr, throttle): (usize, i32, bool),
     pass: &mut ReadPass,
     hw_moved: &mut Vec<(Arc<Partition>, i32)>,
 ) -> FetchPartitionResult {
@@ -301,14 +368,13 @@ fn read_one(
         Some(id) => {
             let hw_before = partition.high_watermark();
             partition
-                .read_for_follower(
+                .read_for_follower_throttled(
                     id,
-                    w.fetch_offset,
-                    w.last_fetched_epoch,
-                    limit,
+                    (w.fetch_offset, w.last_fetched_epoch, limit),
                     min_isr,
                     crate::clock::now_ms(),
                     params.replica_isr_eligible,
+                    throttle,
                 )
                 .map(|(read, proposal)| {
                     partition.update_follower_log_start(id, w.log_start_offset);

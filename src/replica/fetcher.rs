@@ -13,7 +13,10 @@
 //! A live `num.replica.fetchers` change ([`FetcherManager::resize`]) re-hashes every partition
 //! onto the new task count and stops the tasks left idle. The tasks' disk work (fetch
 //! positions, appends, truncations, log-start moves) runs on the log dirs' I/O threads
-//! ([`follower_io`]), a whole response's worth per dir in one operation.
+//! ([`follower_io`]), a whole response's worth per dir in one operation. A partition throttled
+//! on the follower side (KIP-73) that is not in sync (lagging the leader's HW after the last
+//! response, Kafka's `isReplicaInSync`) is left out of the fetch while the follower quota is
+//! exceeded; the bytes fetched for throttled partitions are recorded against it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -34,6 +37,7 @@ mod follower_io;
 use self::follower_io::{Action, DirWork, Fetched, Position, Wanted};
 use super::io::IoExecutor;
 use super::partition::{FollowerError, Partition};
+use super::replication_quota::ReplicationQuotas;
 use crate::client::{
     BrokerConnection, ClientError, ConnectionConfig, ConnectionSecurity, FetchSessionHandler, SessionFetch,
 };
@@ -114,6 +118,8 @@ pub struct FetcherManager {
     config: FetcherConfig,
     /// Where the fetchers' disk work runs (the ReplicaManager's, one thread per log dir).
     io: Arc<IoExecutor>,
+    /// The follower-side replication throttle (KIP-73).
+    quotas: Arc<ReplicationQuotas>,
     pool: Mutex<Pool>,
 }
 
@@ -133,11 +139,12 @@ pub fn fetcher_index(tp: &TopicPartition, n: usize) -> usize {
 }
 
 impl FetcherManager {
-    pub fn new(config: FetcherConfig, io: Arc<IoExecutor>) -> Self {
+    pub fn new(config: FetcherConfig, io: Arc<IoExecutor>, quotas: Arc<ReplicationQuotas>) -> Self {
         let per_leader = config.num_fetchers.max(1);
         FetcherManager {
             config,
             io,
+            quotas,
             pool: Mutex::new(Pool {
                 per_leader,
                 tasks: HashMap::new(),
@@ -162,6 +169,7 @@ impl FetcherManager {
             let handle = tokio::spawn(run_task(
                 self.config.clone(),
                 self.io.clone(),
+                self.quotas.clone(),
                 key.0,
                 addr.to_string(),
                 shared.clone(),
@@ -296,7 +304,14 @@ fn remove_from(pool: &mut Pool, tps: &[TopicPartition]) {
 /// One fetcher task's loop. Its disk work (positions, appends, truncations) runs on the log
 /// dirs' I/O threads ([`follower_io`]); the task only awaits it, so a stalled dir never holds up
 /// an async worker.
-async fn run_task(config: FetcherConfig, io: Arc<IoExecutor>, leader: BrokerId, addr: String, shared: Arc<TaskShared>) {
+async fn run_task(
+    config: FetcherConfig,
+    io: Arc<IoExecutor>,
+    quotas: Arc<ReplicationQuotas>,
+    leader: BrokerId,
+    addr: String,
+    shared: Arc<TaskShared>,
+) {
     let conn_config = ConnectionConfig {
         connect_timeout: config.socket_timeout.min(Duration::from_secs(10)),
         request_timeout: config.socket_timeout,
@@ -329,6 +344,12 @@ async fn run_task(config: FetcherConfig, io: Arc<IoExecutor>, leader: BrokerId, 
                 }
                 None => shared.wake.notified().await,
             }
+            continue;
+        }
+        let ready = unthrottled(&quotas, &lags, ready);
+        if ready.is_empty() {
+            // Everything ready is throttled: Kafka's fetcher backs off an empty fetch.
+            let _ = tokio::time::timeout(config.backoff, shared.wake.notified()).await;
             continue;
         }
         let c = match &conn {
@@ -386,6 +407,7 @@ async fn run_task(config: FetcherConfig, io: Arc<IoExecutor>, leader: BrokerId, 
         let mut delayed = Vec::new();
         let mut out_of_range = Vec::new();
         let mut failed = Vec::new();
+        let (mut throttled_bytes, mut reassignment_bytes) = (0u64, 0u64);
         // Per log dir: this response's answers there, then every fetched partition's position.
         let mut work: BTreeMap<PathBuf, DirWork> = BTreeMap::new();
         for p in &positions {
@@ -434,6 +456,12 @@ async fn run_task(config: FetcherConfig, io: Arc<IoExecutor>, leader: BrokerId, 
                 } else {
                     let records = data.records.unwrap_or_default();
                     let whole = complete_batches(&records);
+                    if quotas.follower().is_throttled(&tp) {
+                        throttled_bytes += whole as u64;
+                    }
+                    if partition.is_adding_replica(config.local) {
+                        reassignment_bytes += whole as u64;
+                    }
                     Action::Append(records.slice(..whole))
                 };
                 work.entry(partition.log_dir().to_path_buf())
@@ -449,6 +477,11 @@ async fn run_task(config: FetcherConfig, io: Arc<IoExecutor>, leader: BrokerId, 
                         leader_log_start: data.log_start_offset,
                     });
             }
+        }
+        quotas.follower().record(throttled_bytes, now_ms());
+        if reassignment_bytes > 0 {
+            metrics::counter!("kafka_server_brokertopicmetrics_reassignmentbytesin_total")
+                .increment(reassignment_bytes);
         }
         for (dir, dir_work) in work {
             let tps: Vec<TopicPartition> = dir_work.fetched.iter().map(|f| f.tp.clone()).collect();
@@ -496,6 +529,20 @@ async fn run_task(config: FetcherConfig, io: Arc<IoExecutor>, leader: BrokerId, 
             parts.remove(&tp);
         }
     }
+}
+
+/// Kafka's `shouldFollowerThrottle` over the ready partitions: those it leaves in the fetch.
+/// In sync: caught up with the leader's HW in the last response.
+fn unthrottled(quotas: &ReplicationQuotas, lags: &HashMap<TopicPartition, i64>, ready: Vec<Wanted>) -> Vec<Wanted> {
+    let now = now_ms();
+    let mut quota = quotas.follower();
+    ready
+        .into_iter()
+        .filter(|w| {
+            let in_sync = lags.get(&w.tp).is_some_and(|lag| *lag <= 0);
+            !quota.should_throttle(&w.tp, in_sync, now)
+        })
+        .collect()
 }
 
 /// Where each ready partition's fetch starts: from the last round's positions when taken in

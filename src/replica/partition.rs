@@ -180,6 +180,12 @@ impl Partition {
         self.inner().state.leader == self.local
     }
 
+    /// Whether `replica` is being added by a reassignment (Kafka's `isAddingReplica`): what
+    /// the ReassignmentBytesIn/Out meters count.
+    pub fn is_adding_replica(&self, replica: BrokerId) -> bool {
+        self.inner().state.adding.contains(&replica)
+    }
+
     pub fn leader_epoch(&self) -> i32 {
         self.inner().state.leader_epoch
     }
@@ -390,6 +396,23 @@ impl Partition {
         now_ms: i64,
         isr_eligible: bool,
     ) -> Result<(ReadResult, Option<IsrProposal>), ReplicaError> {
+        let read = (fetch_offset, last_fetched_epoch, max_bytes);
+        self.read_for_follower_throttled(replica, read, min_isr, now_ms, isr_eligible, false)
+    }
+
+    /// [`Self::read_for_follower`] (`read`: fetch offset, last fetched epoch, max bytes) where
+    /// `throttle` says the partition is throttled here and the leader quota is exceeded
+    /// (KIP-73): a replica outside the ISR then gets no records (Kafka's
+    /// `shouldLeaderThrottle`), its fetch still recording its progress.
+    pub fn read_for_follower_throttled(
+        &self,
+        replica: BrokerId,
+        (fetch_offset, last_fetched_epoch, max_bytes): (i64, i32, usize),
+        min_isr: i32,
+        now_ms: i64,
+        isr_eligible: bool,
+        throttle: bool,
+    ) -> Result<(ReadResult, Option<IsrProposal>), ReplicaError> {
         let mut inner = self.inner();
         if inner.state.leader != self.local {
             return Err(ReplicaError::NotLeaderOrFollower);
@@ -430,11 +453,16 @@ impl Partition {
             None
         };
         maybe_increment_hw(&mut inner, self.local, min_isr);
+        let throttled = throttle && !inner.state.isr.contains(&replica);
         let (high_watermark, log) = (inner.high_watermark, inner.log.clone());
         // The read (a `pread`) holds only the log's lock, as in `read`.
         drop(inner);
         let log = lock(&log);
-        let records = log.read(fetch_offset, max_bytes, leo, true)?;
+        let records = if throttled {
+            Bytes::new()
+        } else {
+            log.read(fetch_offset, max_bytes, leo, true)?
+        };
         let read = ReadResult {
             records,
             high_watermark,

@@ -19,6 +19,7 @@ use super::fetcher::{FetcherConfig, FetcherManager};
 use super::io::IoExecutor;
 use super::partition::{IsrProposal, IsrWriteOutcome, Partition, PartitionState, StoredState};
 use super::purgatory::Purgatory;
+use super::replication_quota::{QuotaConfig, ReplicationQuotas};
 use crate::log::lock_order::assert_no_log_lock;
 use crate::log::log_manager::{lock, LogManager};
 use crate::types::{BrokerId, FastMap, TopicPartition};
@@ -50,6 +51,8 @@ pub struct ControllerRequestEpochs {
 pub struct ReplicaConfig {
     pub replica_lag_time_max_ms: i64,
     pub fetcher: FetcherConfig,
+    /// The replication throttles' window and starting rates (KIP-73).
+    pub quota: QuotaConfig,
 }
 
 impl Default for ReplicaConfig {
@@ -57,6 +60,7 @@ impl Default for ReplicaConfig {
         ReplicaConfig {
             replica_lag_time_max_ms: 30_000,
             fetcher: FetcherConfig::default(),
+            quota: QuotaConfig::default(),
         }
     }
 }
@@ -78,6 +82,8 @@ pub struct ReplicaManager {
     /// state znode applied, StopReplica, a failed log dir): what the group coordinator watches.
     leadership: watch::Sender<u64>,
     fetchers: FetcherManager,
+    /// The leader- and follower-side replication throttles (KIP-73), shared with the fetchers.
+    quotas: Arc<ReplicationQuotas>,
     /// Where other brokers' inter-broker listeners are (from LeaderAndIsr and UpdateMetadata).
     endpoints: RwLock<HashMap<BrokerId, String>>,
     /// The ISR writer's inbox (ZooKeeper is at the edge); unset in tests without ZooKeeper.
@@ -114,6 +120,7 @@ impl ReplicaManager {
             ..config.fetcher.clone()
         };
         let io = Arc::new(IoExecutor::default());
+        let quotas = Arc::new(ReplicationQuotas::new(local, config.quota));
         ReplicaManager {
             local,
             log_manager,
@@ -124,7 +131,8 @@ impl ReplicaManager {
             purgatory: Arc::new(Purgatory::default()),
             io: io.clone(),
             leadership: watch::channel(0).0,
-            fetchers: FetcherManager::new(fetcher_config, io),
+            fetchers: FetcherManager::new(fetcher_config, io, quotas.clone()),
+            quotas,
             endpoints: RwLock::new(HashMap::new()),
             isr_writer: Mutex::new(None),
             checkpointed_hws: Mutex::new(checkpointed_hws),
@@ -179,6 +187,19 @@ impl ReplicaManager {
     }
 
     /// The partition map (a registry: see [`crate::log::lock_order`]).
+    /// The replication throttles (KIP-73).
+    pub fn quotas(&self) -> &Arc<ReplicationQuotas> {
+        &self.quotas
+    }
+
+    /// A topic's `/config/topics/<t>` overrides: to its logs (Kafka's
+    /// `LogManager.updateTopicConfig`) and to the throttled-replica lists
+    /// (`TopicConfigHandler`). Blocking: locks the topic's logs.
+    pub fn update_topic_config(&self, topic: &str, overrides: BTreeMap<String, String>) {
+        self.quotas.update_topic(topic, &overrides);
+        self.log_manager.update_topic_config(topic, overrides);
+    }
+
     fn partitions(&self) -> std::sync::RwLockReadGuard<'_, FastMap<TopicPartition, Arc<Partition>>> {
         assert_no_log_lock("the ReplicaManager's partition map");
         self.partitions.read().unwrap_or_else(|p| p.into_inner())
@@ -556,6 +577,7 @@ impl ReplicaManager {
         metrics::gauge!("kafka_server_replicamanager_atminisrpartitioncount").set(c.at_min_isr as f64);
         metrics::gauge!("kafka_server_replicamanager_offlinereplicacount").set(c.offline as f64);
         metrics::gauge!("kafka_server_replicamanager_reassigningpartitions").set(c.reassigning as f64);
+        self.quotas.publish_metrics(crate::clock::now_ms());
         metrics::gauge!("kafka_server_replicafetchermanager_maxlag", "clientid" => "Replica")
             .set(self.fetchers.max_lag() as f64);
         metrics::gauge!("kafka_server_delayedoperationpurgatory_purgatorysize", "delayedoperation" => "Fetch")

@@ -43,7 +43,8 @@ fn malformed_throttled_replica_lists_are_refused() {
         let got = parse_throttled_replicas(FOLLOWER_THROTTLED_REPLICAS, value, BrokerId(1));
         assert!(got.is_err(), "{value:?} gave {got:?}");
     }
-    let e = parse_throttled_replicas(FOLLOWER_THROTTLED_REPLICAS, "0:1,x", BrokerId(1)).unwrap_err();
+    let e = parse_throttled_replicas(FOLLOWER_THROTTLED_REPLICAS, "0:1,x", BrokerId(1))
+        .expect_err("an entry without a colon");
     assert_eq!(e.entry, "x");
     assert!(e
         .to_string()

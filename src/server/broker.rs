@@ -137,7 +137,7 @@ async fn start_registered(
         return Err(BrokerError::NoLiveLogDirs { offline: dirs.offline });
     }
     let log_manager = load_logs(config, &dirs.live).await;
-    load_topic_configs(&zk, &log_manager).await?;
+    let topic_configs = load_topic_configs(&zk, &log_manager).await?;
     // The dynamic broker configs (`/config/brokers/<default>`, `/config/brokers/<id>`) before
     // serving, as Kafka reads them at start-up; later changes come through /config/changes.
     let connection_quotas = crate::network::connection_quotas::ConnectionQuotas::with_limits(
@@ -201,6 +201,10 @@ async fn start_registered(
         replica_config(&effective, &inter_broker_security),
     ));
     dynamic_targets.replica_manager = Some(replica_manager.clone());
+    // The hosted topics' throttled-replica lists (KIP-73), from the overrides just loaded.
+    for (topic, overrides) in &topic_configs {
+        replica_manager.quotas().update_topic(topic, overrides);
+    }
     let metadata_cache = Arc::new(MetadataCache::default());
     let groups = crate::coordinator::group::GroupCoordinator::new(
         crate::coordinator::group::GroupConfig::from_config(config),
@@ -495,7 +499,11 @@ async fn load_logs(config: &KafkaConfig, dirs: &[PathBuf]) -> Arc<LogManager> {
 
 /// Gives the loaded logs their topics' overrides from `/config/topics/<t>` (Kafka's LogManager
 /// reads them before loading; kastle applies them right after, before serving requests).
-async fn load_topic_configs(zk: &KafkaZkClient<ZkSession>, manager: &LogManager) -> Result<(), BrokerError> {
+/// Returns them, for the replication throttles.
+async fn load_topic_configs(
+    zk: &KafkaZkClient<ZkSession>,
+    manager: &LogManager,
+) -> Result<Vec<(String, std::collections::BTreeMap<String, String>)>, BrokerError> {
     let topics: std::collections::BTreeSet<String> = manager.all_logs().into_iter().map(|(tp, _)| tp.topic).collect();
     // Concurrently: the ZooKeeper client pipelines the reads, one round trip for all topics.
     let mut reads = tokio::task::JoinSet::new();
@@ -506,11 +514,14 @@ async fn load_topic_configs(zk: &KafkaZkClient<ZkSession>, manager: &LogManager)
             (topic, overrides)
         });
     }
+    let mut loaded = Vec::new();
     while let Some(read) = reads.join_next().await {
         let Ok((topic, overrides)) = read else { continue };
-        manager.update_topic_config(&topic, overrides?);
+        let overrides = overrides?;
+        manager.update_topic_config(&topic, overrides.clone());
+        loaded.push((topic, overrides));
     }
-    Ok(())
+    Ok(loaded)
 }
 
 /// Starts the log cleaner threads when `log.cleaner.enable`; the returned task stops them at
@@ -624,6 +635,14 @@ fn replica_config(config: &KafkaConfig, security: &crate::client::ConnectionSecu
             backoff: Duration::from_millis(int("replica.fetch.backoff.ms", 1000).max(0) as u64),
             socket_timeout: Duration::from_millis(int("replica.socket.timeout.ms", 30_000).max(1) as u64),
             security: security.clone(),
+        },
+        quota: crate::replica::replication_quota::QuotaConfig {
+            window: crate::replica::replication_quota::QuotaWindow {
+                samples: config.replication_quota_window_num(),
+                sample_ms: config.replication_quota_window_size().as_millis() as i64,
+            },
+            leader_rate: config.leader_replication_throttled_rate(),
+            follower_rate: config.follower_replication_throttled_rate(),
         },
     }
 }

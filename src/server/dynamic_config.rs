@@ -2,10 +2,11 @@
 //! watches the children of `/config/changes`, processes the `config_change_<seq>`
 //! notifications it has not processed yet in sequence order (all of them at start-up),
 //! remembers the last one processed, deletes notifications older than 15 minutes, and applies
-//! each change without a restart: a topic's `/config/topics/<t>` to that topic's logs, the
-//! broker entities `/config/brokers/<default>` and `/config/brokers/<this id>` (layered on the
-//! static config, [`crate::config::dynamic`]) to the broker-level log defaults of every log,
-//! the acceptor's connection limits and the TLS listeners' keystores
+//! each change without a restart: a topic's `/config/topics/<t>` to that topic's logs and
+//! throttled-replica lists, the broker entities `/config/brokers/<default>` and
+//! `/config/brokers/<this id>` (layered on the static config, [`crate::config::dynamic`]) to
+//! the broker-level log defaults of every log, the replication throttle rates (KIP-73), the
+//! acceptor's connection limits and the TLS listeners' keystores
 //! ([`crate::server::tls_reload`]); a changed key kastle only stores is logged as such.
 //!
 //! The decisions (which notifications, which to purge, which entity a payload names) are pure
@@ -239,6 +240,11 @@ pub async fn apply_broker_configs<S: ZkStore>(
     targets.connection_quotas.update(connection_limits(&effective));
     if let Some(rm) = &targets.replica_manager {
         rm.fetchers().resize(replica_fetchers(&effective));
+        // Kafka's BrokerConfigHandler: this broker's value, else the cluster default's.
+        rm.quotas().update_rates(
+            effective.leader_replication_throttled_rate(),
+            effective.follower_replication_throttled_rate(),
+        );
     }
     if let Some(tls) = &targets.tls {
         let (tls, config) = (tls.clone(), effective.clone());
@@ -281,7 +287,13 @@ async fn apply_topic_config<S: ZkStore>(
     };
     tracing::info!(%topic, ?overrides, "applying a topic config change");
     let manager = targets.log_manager.clone();
-    let _ = tokio::task::spawn_blocking(move || manager.update_topic_config(&topic, overrides)).await;
+    let rm = targets.replica_manager.clone();
+    let _ = tokio::task::spawn_blocking(move || match rm {
+        // Its logs and its throttled-replica lists (KIP-73).
+        Some(rm) => rm.update_topic_config(&topic, overrides),
+        None => manager.update_topic_config(&topic, overrides),
+    })
+    .await;
     Ok(())
 }
 

@@ -86,7 +86,7 @@ pub(super) async fn leader_and_isr(
     }
     while let Some(Ok((topic, overrides))) = reads.join_next().await {
         match overrides {
-            Ok(overrides) => log_manager.update_topic_config(&topic, overrides),
+            Ok(overrides) => apis.replica_manager.update_topic_config(&topic, overrides),
             Err(e) => tracing::warn!(%topic, error = %e, "cannot read the topic's config; using the broker defaults"),
         }
     }
