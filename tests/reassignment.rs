@@ -646,17 +646,7 @@ async fn the_next_controller_completes_a_reassignment_after_kill_9() {
 
 /// A reassignment that cannot finish (its target held), cancelled: the original replicas come
 /// back (as a set) and the partial copy on the target is deleted once it runs again.
-///
-/// Product bug seen (three runs, 7cb4542..2083383): after `--cancel` the controller logs
-/// `partition reassignment started ... replicas=[a, b] adding=[] removing=[]` and writes the
-/// original replicas to the topic znode, but the state znode keeps the leader epoch the move
-/// started with and Metadata keeps `replicas=[a, target, b]` (ISR `[a, b]`) for 30 s after the
-/// target is resumed. In src/controller/core/reassignment.rs `decide`, a partition no longer
-/// reassigning takes `reassignment_plan::drop_unassigned`, which is `None` when the ISR holds
-/// no unassigned replica (the added one never caught up), so no epoch bump, no LeaderAndIsr
-/// and no UpdateMetadata carry the restored replica set (Kafka bumps the epoch and sends both).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "product bug: after --cancel of a move whose new replica never joined the ISR, Metadata keeps the new replica (no epoch bump, LeaderAndIsr or UpdateMetadata with the restored set)"]
 async fn a_cancelled_reassignment_restores_the_replicas_and_deletes_the_partial_copy() {
     let _serial = SERIAL.lock().await;
     let chroot = unique_chroot("reassign-cancel");

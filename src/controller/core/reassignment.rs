@@ -435,8 +435,11 @@ fn decide(ctx: &mut ControllerContext, mut c: Check, fx: &mut Effects) {
                 let target: Vec<BrokerId> = replicas.iter().copied().filter(|b| !r.removing.contains(b)).collect();
                 reassignment_plan::next_step(current, &replicas, &target, &live, c.bump, ctx.epoch)
             }
-            // Cancelled or replaced by the replicas it has: the ones it added leave the ISR.
-            None => reassignment_plan::drop_unassigned(current, &replicas, &live, ctx.epoch),
+            // Cancelled, or replaced by the replicas it has (reordered or not): the ones it added
+            // leave the ISR, and a new epoch tells every replica the restored set (Kafka's
+            // phase B for a reassignment that is complete at once).
+            None => reassignment_plan::drop_unassigned(current, &replicas, &live, ctx.epoch)
+                .or_else(|| c.bump.then(|| reassignment_plan::bump(current, ctx.epoch))),
         };
         if let Some(step) = step {
             steps.push((key.clone(), step));

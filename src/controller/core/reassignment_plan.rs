@@ -187,6 +187,15 @@ pub fn without_unassigned(
     Some(current.with_leader_and_isr(leader, isr))
 }
 
+/// The same leader and ISR at a new leader epoch.
+pub fn bump(current: &LeaderAndIsr, controller_epoch: i32) -> Step {
+    Step::Bump(LeaderAndIsr {
+        controller_epoch,
+        zk_version: current.zk_version,
+        ..current.with_leader_and_isr(current.leader, current.isr.clone())
+    })
+}
+
 /// The step of a partition no longer being reassigned whose ISR still holds replicas no longer
 /// assigned ([`without_unassigned`]), at a new leader epoch.
 pub fn drop_unassigned(

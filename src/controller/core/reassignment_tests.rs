@@ -204,12 +204,26 @@ fn cancelling_reverts_to_the_original_replicas_and_deletes_the_partial_copy() {
     let fx = wrote(&mut ctx, WriteResult::AssignmentWritten);
     assert_eq!(reply(&fx), vec![(key("t", 0), Ok(()))]);
     assert_eq!(fx.unwatch_states, vec![key("t", 0)]);
-    // Not reassigning any more: no leadership to write, broker 4's copy goes.
+    // Not reassigning any more: a new epoch tells the replicas the restored set, and broker 4's
+    // copy goes.
     let fx = read(
         &mut ctx,
         ReadResult::Leaderships(BTreeMap::from([(key("t", 0), leadership(1, &[1, 2, 3], 4, 7))])),
     );
+    let (_, updates) = partition_write(&fx);
+    assert_eq!(
+        (updates[0].1.leader_epoch, updates[0].1.isr.clone()),
+        (5, ids(&[1, 2, 3]))
+    );
+    let fx = wrote(&mut ctx, WriteResult::PartitionStates { versions: vec![8] });
     assert_eq!(deleted_on(&fx), vec![4]);
+    let lai: Vec<i32> = sent(&fx)
+        .into_iter()
+        .filter(|(_, k)| *k == "LeaderAndIsr")
+        .map(|(b, _)| b)
+        .collect();
+    assert_eq!(lai, vec![1, 2, 3]);
+    assert!(sent(&fx).contains(&(4, "UpdateMetadata")));
     assert!(idle(&ctx));
     assert_eq!(ctx.replicas("t", 0), ids(&[2, 3, 1]));
 
