@@ -4,7 +4,8 @@
 //! the topic znode and the data. Refusals as Kafka's tool gives them (an unknown broker, a cancel
 //! with nothing in progress) and on the wire as the controller answers them
 //! (INVALID_REPLICA_ASSIGNMENT with the topic znode untouched, NO_REASSIGNMENT_IN_PROGRESS,
-//! NOT_CONTROLLER elsewhere); throttles and log-dir moves are refused, never ignored.
+//! NOT_CONTROLLER elsewhere); log-dir moves and their throttle are refused, never ignored
+//! (replication throttles are tests/reassign_throttle.rs').
 
 mod common;
 
@@ -181,20 +182,26 @@ async fn reassign_partitions_moves_replicas_and_refuses_what_it_cannot_do() {
         assert_eq!(replicas, vec![3, 4], "{out}");
     }
 
-    // (d) Throttles and log-dir moves are refused before anything is sent.
+    // (d) Log-dir moves and their throttle are refused before anything is sent.
     let plan = format!(
         r#"{{"version":1,"partitions":[{{"topic":"{t}","partition":0,"replicas":[3,4],"log_dirs":["any","any"]}},{{"topic":"{t}","partition":1,"replicas":[2,3,4]}}]}}"#
     );
     let plan_file = json_file(files.path(), "plan.json", &plan);
     let before = topic_znode(&zk, t).await;
-    for extra in [["--throttle", "1000000"], ["--replica-alter-log-dirs-throttle", "1000"]] {
+    {
         let (code, out, err) = reassign(
             b,
-            &["--execute", "--reassignment-json-file", &plan_file, extra[0], extra[1]],
+            &[
+                "--execute",
+                "--reassignment-json-file",
+                &plan_file,
+                "--replica-alter-log-dirs-throttle",
+                "1000",
+            ],
         );
         assert_eq!(code, 1, "{out}{err}");
         assert!(
-            err.contains("throttles are not supported by this kastle build"),
+            err.contains("Moves between log directories are not supported by this kastle build"),
             "{err}"
         );
         assert_eq!(out, "");
@@ -253,12 +260,16 @@ async fn reassign_partitions_moves_replicas_and_refuses_what_it_cannot_do() {
     let r = alter_on_wire(&zk, other, t, 0, Some(&[1, 2])).await;
     assert_eq!(r.error_code, ec::NOT_CONTROLLER, "{r:?}");
 
-    // (c) Cancelling a partition that is not being reassigned: the tool finds nothing active;
-    // the controller answers NO_REASSIGNMENT_IN_PROGRESS.
+    // (c) Cancelling a partition that is not being reassigned: the tool finds nothing active
+    // (and, as Kafka's, clears the throttles on every live broker and the plan's topic); the
+    // controller answers NO_REASSIGNMENT_IN_PROGRESS.
     let out = ok(b, &["--cancel", "--reassignment-json-file", &plan_file]);
     assert_eq!(
         out,
-        "None of the specified partition reassignments are active.\nNone of the specified partition moves are active.\n"
+        format!(
+            "None of the specified partition reassignments are active.\nNone of the specified partition moves are active.\n\
+             Clearing broker-level throttles on brokers 1,2,3,4\nClearing topic-level throttles on topic {t}\n"
+        )
     );
     let r = alter_on_wire(&zk, controller, t, 0, None).await;
     assert_eq!(
@@ -293,7 +304,8 @@ async fn reassign_partitions_moves_replicas_and_refuses_what_it_cannot_do() {
         )
     );
     let done = format!(
-        "Status of partition reassignment:\nReassignment of partition {t}-0 is completed.\nReassignment of partition {t}-1 is completed.\n\n"
+        "Status of partition reassignment:\nReassignment of partition {t}-0 is completed.\nReassignment of partition {t}-1 is completed.\n\n\
+         Clearing broker-level throttles on brokers 1,2,3,4\nClearing topic-level throttles on topic {t}\n"
     );
     let start = std::time::Instant::now();
     loop {

@@ -31,6 +31,7 @@ pub mod java;
 pub mod leader_election;
 pub mod pattern;
 pub mod reassign_partitions;
+pub mod reassign_throttles;
 pub mod reassignment_json;
 pub mod topics;
 

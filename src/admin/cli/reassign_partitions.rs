@@ -5,8 +5,9 @@
 //! controller (found from Metadata, again while it answers NOT_CONTROLLER), Metadata gives
 //! the current replicas and the live brokers.
 //!
-//! Kastle has no replication throttles and no moves between a broker's log directories yet:
-//! `--throttle`, `--replica-alter-log-dirs-throttle` and `log_dirs` entries other than `"any"`
+//! `--throttle` sets the replication throttles (KIP-73) and `--verify` clears them once the
+//! plan is done ([`super::reassign_throttles`]). Kastle has no moves between a broker's log
+//! directories: `--replica-alter-log-dirs-throttle` and `log_dirs` entries other than `"any"`
 //! are refused rather than ignored. The formats and texts are [`super::reassignment_json`]'s.
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use kafka_protocol::messages::{
 };
 
 use super::client::{topic_name, Admin};
+use super::reassign_throttles as throttles;
 use super::reassignment_json::{self as plan, Assignment, Ongoing, Partition, ReassignmentState};
 use super::{fail, CliError, CliResult};
 use crate::controller::assignment::{BrokerMetadata, PlacementStart};
@@ -69,7 +71,10 @@ pub struct ReassignPartitionsArgs {
     /// Disable rack aware replica assignment.
     #[arg(long)]
     pub disable_rack_aware: bool,
-    /// Inter-broker replication throttle (bytes/sec). Not supported by kastle yet: refused.
+    /// The movement of partitions between brokers will be throttled to this value (bytes/sec).
+    /// This option can be included with --execute when a reassignment is started, and it can be
+    /// altered by resubmitting the current reassignment along with the --additional flag. The
+    /// throttle rate should be at least 1 KB/s.
     #[arg(long, value_name = "throttle", allow_negative_numbers = true)]
     pub throttle: Option<i64>,
     /// Log-dir move throttle (bytes/sec). Not supported by kastle yet: refused.
@@ -82,7 +87,7 @@ pub struct ReassignPartitionsArgs {
     /// Execute this reassignment in addition to any other ongoing ones.
     #[arg(long)]
     pub additional: bool,
-    /// Do not modify broker or topic throttles (kastle sets none).
+    /// Do not modify broker or topic throttles.
     #[arg(long)]
     pub preserve_throttles: bool,
 }
@@ -110,7 +115,7 @@ impl Action {
 }
 
 /// `validateAndParseArgs`: exactly one action, its required options, no option it does not
-/// permit (Kafka's messages), then kastle's refusal of the throttles.
+/// permit (Kafka's messages), then kastle's refusal of the log-dir throttle.
 pub fn check_args(a: &ReassignPartitionsArgs) -> CliResult<Action> {
     let actions: Vec<Action> = [
         (a.generate, Action::Generate),
@@ -168,19 +173,11 @@ pub fn check_args(a: &ReassignPartitionsArgs) -> CliResult<Action> {
             action.name()
         ));
     }
-    for (name, given) in [
-        ("throttle", a.throttle.is_some_and(|t| t >= 0)),
-        (
-            "replica-alter-log-dirs-throttle",
-            a.replica_alter_log_dirs_throttle.is_some_and(|t| t >= 0),
-        ),
-    ] {
-        if given {
-            return fail(format!(
-                "Replication throttles are not supported by this kastle build: --{name} would not \
-                 limit the reassignment's traffic. Run without it."
-            ));
-        }
+    if a.replica_alter_log_dirs_throttle.is_some_and(|t| t >= 0) {
+        return fail(
+            "Moves between log directories are not supported by this kastle build: \
+             --replica-alter-log-dirs-throttle would throttle nothing. Run without it.",
+        );
     }
     Ok(action)
 }
@@ -197,10 +194,26 @@ pub async fn run(a: &ReassignPartitionsArgs) -> CliResult<()> {
         }
         Action::Execute => {
             let target = plan::check_execute_plan(plan::parse_reassignment(&json_file()?)?)?;
-            execute(&mut admin, &target, a.additional).await
+            // Kafka's default -1 (and any negative value): no throttle.
+            let throttle = a.throttle.filter(|t| *t >= 0);
+            execute(&mut admin, &target, a.additional, throttle).await
         }
-        Action::Verify => verify(&mut admin, plan::parse_reassignment(&json_file()?)?).await,
-        Action::Cancel => cancel(&mut admin, plan::parse_reassignment(&json_file()?)?).await,
+        Action::Verify => {
+            verify(
+                &mut admin,
+                plan::parse_reassignment(&json_file()?)?,
+                a.preserve_throttles,
+            )
+            .await
+        }
+        Action::Cancel => {
+            cancel(
+                &mut admin,
+                plan::parse_reassignment(&json_file()?)?,
+                a.preserve_throttles,
+            )
+            .await
+        }
         Action::List => {
             print!("{}", plan::list_text(&list_reassignments(&mut admin, None).await?));
             Ok(())
@@ -244,9 +257,11 @@ fn random_start(brokers: usize) -> PlacementStart {
 }
 
 /// `executeAssignment`: refuse while other reassignments run (unless `--additional`), check
-/// the brokers exist, print the rollback plan, send the reassignment.
-async fn execute(admin: &mut Admin, target: &Assignment, additional: bool) -> CliResult<()> {
-    if !additional && !list_reassignments(admin, None).await?.is_empty() {
+/// the brokers exist, print the rollback plan, set the throttles if asked, send the
+/// reassignment.
+async fn execute(admin: &mut Admin, target: &Assignment, additional: bool, throttle: Option<i64>) -> CliResult<()> {
+    let ongoing = list_reassignments(admin, None).await?;
+    if !additional && !ongoing.is_empty() {
         return fail(
             "Cannot execute because there is an existing partition assignment.  Use --additional to \
              override this and create a new partition assignment in addition to the existing one. The \
@@ -261,6 +276,11 @@ async fn execute(admin: &mut Admin, target: &Assignment, additional: bool) -> Cl
     }
     let current = replicas_of_partitions(admin, target.keys()).await?;
     print!("{}", plan::rollback_text(&current));
+    if let Some(rate) = throttle {
+        println!("{}", throttles::RUN_VERIFY_WARNING);
+        let moves = throttles::proposed_move_map(&ongoing, target, &current);
+        throttles::set_throttles(admin, &moves, rate).await?;
+    }
     let errors = alter(
         admin,
         target.iter().map(|(p, r)| (p.clone(), Some(r.clone()))).collect(),
@@ -273,8 +293,9 @@ async fn execute(admin: &mut Admin, target: &Assignment, additional: bool) -> Cl
     Ok(())
 }
 
-/// `verifyAssignment`: per partition in progress, completed, or done elsewhere. Exit 0 either way.
-async fn verify(admin: &mut Admin, target: Vec<(Partition, Vec<i32>)>) -> CliResult<()> {
+/// `verifyAssignment`: per partition in progress, completed, or done elsewhere, then, when all
+/// are done, the throttles cleared (unless preserved). Exit 0 either way.
+async fn verify(admin: &mut Admin, target: Vec<(Partition, Vec<i32>)>, preserve_throttles: bool) -> CliResult<()> {
     let ongoing = list_reassignments(admin, None).await?;
     let settled: Vec<String> = target
         .iter()
@@ -283,6 +304,8 @@ async fn verify(admin: &mut Admin, target: Vec<(Partition, Vec<i32>)>) -> CliRes
         .collect();
     let described = describe(admin, &settled).await?;
     let mut states = BTreeMap::new();
+    let all_done = target.iter().all(|(p, _)| !ongoing.contains_key(p));
+    let targets = target.clone();
     for (p, replicas) in target {
         let state = match ongoing.get(&p) {
             Some(o) => ReassignmentState {
@@ -305,12 +328,16 @@ async fn verify(admin: &mut Admin, target: Vec<(Partition, Vec<i32>)>) -> CliRes
     }
     // Kafka prints the (here always empty) log-dir move states after the partitions.
     println!("{}", plan::status_text(&states));
+    if all_done && !preserve_throttles {
+        throttles::clear_all_throttles(admin, &targets).await?;
+    }
     Ok(())
 }
 
-/// `cancelAssignment`: cancel those of the plan's partitions that are being reassigned.
-async fn cancel(admin: &mut Admin, target: Vec<(Partition, Vec<i32>)>) -> CliResult<()> {
-    let mut asked: Vec<Partition> = target.into_iter().map(|(p, _)| p).collect();
+/// `cancelAssignment`: cancel those of the plan's partitions that are being reassigned, then
+/// clear the throttles (unless preserved).
+async fn cancel(admin: &mut Admin, target: Vec<(Partition, Vec<i32>)>, preserve_throttles: bool) -> CliResult<()> {
+    let mut asked: Vec<Partition> = target.iter().map(|(p, _)| p.clone()).collect();
     asked.sort();
     asked.dedup();
     let active: Vec<Partition> = list_reassignments(admin, Some(asked))
@@ -337,6 +364,9 @@ async fn cancel(admin: &mut Admin, target: Vec<(Partition, Vec<i32>)>) -> CliRes
         );
     }
     println!("None of the specified partition moves are active.");
+    if !preserve_throttles {
+        throttles::clear_all_throttles(admin, &target).await?;
+    }
     Ok(())
 }
 
