@@ -152,6 +152,7 @@ async fn a_throttled_reassignment_moves_at_the_throttle_rate_and_verify_removes_
         "{out}"
     );
     let (topic_config, broker_configs, follower_rate) = watch.await.expect("watch");
+    println!("broker 2's kafka_server_followerreplication_byte_rate 4 s in: {follower_rate:.0}");
     assert_eq!(
         topic_config
             .get("leader.replication.throttled.replicas")
