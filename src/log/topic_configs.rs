@@ -4,7 +4,7 @@
 //! INVALID_CONFIG with [`ConfigRefusal`]'s message, which follows Kafka's wording.
 //!
 //! Every name Kafka knows is accepted, including those kastle stores without acting on
-//! (compression, throttles, remote storage): a client setting them must not be refused.
+//! (compression levels, remote storage): a client setting them must not be refused.
 
 /// How a config's value is parsed and bounded (Kafka's `ConfigDef` type and validator).
 #[derive(Debug, Clone, Copy)]
@@ -20,6 +20,9 @@ enum Kind {
     /// A comma-separated list of these words.
     ListOf(&'static [&'static str]),
     OneOf(&'static [&'static str]),
+    /// `ThrottledReplicaListValidator` (KIP-73): `*` or `partition:broker` entries; the name
+    /// is in the message.
+    ThrottledReplicas(&'static str),
     Any,
 }
 
@@ -39,9 +42,15 @@ const TOPIC_CONFIGS: &[(&str, Kind)] = &[
     ("file.delete.delay.ms", Kind::Long { min: 0 }),
     ("flush.messages", Kind::Long { min: 1 }),
     ("flush.ms", Kind::Long { min: 0 }),
-    ("follower.replication.throttled.replicas", Kind::Any),
+    (
+        "follower.replication.throttled.replicas",
+        Kind::ThrottledReplicas("follower.replication.throttled.replicas"),
+    ),
     ("index.interval.bytes", Kind::Int { min: 0 }),
-    ("leader.replication.throttled.replicas", Kind::Any),
+    (
+        "leader.replication.throttled.replicas",
+        Kind::ThrottledReplicas("leader.replication.throttled.replicas"),
+    ),
     ("local.retention.bytes", Kind::Long { min: -2 }),
     ("local.retention.ms", Kind::Long { min: -2 }),
     ("max.compaction.lag.ms", Kind::Long { min: 1 }),
@@ -162,6 +171,25 @@ fn check_value(kind: Kind, value: &str) -> Result<(), String> {
             true => Ok(()),
             false => Err(format!("String must be one of: {}", words.join(", "))),
         },
+        Kind::ThrottledReplicas(name) => {
+            let entries: Vec<&str> = value.split(',').map(str::trim).collect();
+            let replica = |e: &str| {
+                e.is_empty()
+                    || e.split_once(':').is_some_and(|(p, b)| {
+                        [p, b]
+                            .iter()
+                            .all(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()))
+                    })
+            };
+            if entries.iter().all(|e| replica(e)) || entries.concat() == "*" {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{name} must be the literal '*' or a list of replicas in the following format: \
+                     [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+                ))
+            }
+        }
         Kind::Any => Ok(()),
     }
 }
@@ -189,6 +217,27 @@ mod tests {
             ("leader.replication.throttled.replicas", Some("0:1,1:2")),
         ]);
         assert_eq!(validate(&ok), Ok(()));
+    }
+
+    /// `ThrottledReplicaListValidator`: `*` or `partition:broker` entries (empty ones allowed).
+    #[test]
+    fn throttled_replica_lists_are_checked_as_kafka_checks_them() {
+        for ok in ["*", " * ", "", "0:1", "0:1, 1:2", "0:1,"] {
+            let c = configs(&[("follower.replication.throttled.replicas", Some(ok))]);
+            assert_eq!(validate(&c), Ok(()), "{ok:?}");
+        }
+        for bad in ["0-1", "a:1", "0:1:2", "*,0:1", "0:"] {
+            let c = configs(&[("leader.replication.throttled.replicas", Some(bad))]);
+            let err = validate(&c).expect_err(bad);
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "Invalid value {bad} for configuration leader.replication.throttled.replicas: \
+                     leader.replication.throttled.replicas must be the literal '*' or a list of replicas in the \
+                     following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+                )
+            );
+        }
     }
 
     /// `LogConfig.validateNames`: "Unknown topic config name: x".

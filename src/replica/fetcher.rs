@@ -531,17 +531,13 @@ async fn run_task(
     }
 }
 
-/// Kafka's `shouldFollowerThrottle` over the ready partitions: those it leaves in the fetch.
-/// In sync: caught up with the leader's HW in the last response.
+/// The ready partitions the follower quota leaves in the fetch (Kafka's
+/// `shouldFollowerThrottle`, on each one's lag after the last response).
 fn unthrottled(quotas: &ReplicationQuotas, lags: &HashMap<TopicPartition, i64>, ready: Vec<Wanted>) -> Vec<Wanted> {
     let now = now_ms();
-    let mut quota = quotas.follower();
     ready
         .into_iter()
-        .filter(|w| {
-            let in_sync = lags.get(&w.tp).is_some_and(|lag| *lag <= 0);
-            !quota.should_throttle(&w.tp, in_sync, now)
-        })
+        .filter(|w| !quotas.follower_should_throttle(&w.tp, lags.get(&w.tp).copied(), now))
         .collect()
 }
 

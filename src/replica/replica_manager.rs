@@ -603,7 +603,13 @@ impl ReplicaManager {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&tp);
-                self.log_manager.delete_log(&tp).map_err(ReplicaError::from)
+                let deleted = self.log_manager.delete_log(&tp).map_err(ReplicaError::from);
+                // The topic's last log here: its overrides were forgotten, so are its
+                // throttled-replica lists (a later topic of the same name starts unthrottled).
+                if !self.log_manager.knows_topic_config(&tp.topic) {
+                    self.quotas.update_topic(&tp.topic, &BTreeMap::new());
+                }
+                deleted
             } else {
                 Ok(())
             };

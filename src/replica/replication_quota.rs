@@ -316,6 +316,14 @@ impl ReplicationQuotas {
         }
     }
 
+    /// Kafka's `ReplicaFetcherThread.shouldFollowerThrottle` for a partition whose lag behind
+    /// the leader's HW after the last response was `lag` (`None`: not fetched since it was
+    /// added): in sync means caught up (`PartitionFetchState.isReplicaInSync`).
+    pub fn follower_should_throttle(&self, tp: &TopicPartition, lag: Option<i64>, now_ms: i64) -> bool {
+        let in_sync = lag.is_some_and(|l| l <= 0);
+        self.follower().should_throttle(tp, in_sync, now_ms)
+    }
+
     /// Publishes the `byte-rate` gauges of both quotas.
     pub fn publish_metrics(&self, now_ms: i64) {
         metrics::gauge!("kafka_server_leaderreplication_byte_rate").set(self.leader().byte_rate(now_ms));

@@ -177,3 +177,40 @@ fn topic_overrides_set_and_clear_both_sides() {
     assert_eq!(quotas.leader().bound(), Some(10));
     assert_eq!(quotas.follower().bound(), None);
 }
+
+#[test]
+fn a_follower_holds_back_only_throttled_partitions_it_has_not_caught_up_on() {
+    // ReplicaFetcherThread.shouldFollowerThrottle: in sync = lag known and not positive.
+    let quotas = ReplicationQuotas::new(
+        BrokerId(2),
+        QuotaConfig {
+            follower_rate: Some(MB),
+            ..QuotaConfig::default()
+        },
+    );
+    quotas.update_topic(
+        "t",
+        &[(FOLLOWER_THROTTLED_REPLICAS.to_string(), "0:2".to_string())].into(),
+    );
+    assert!(
+        !quotas.follower_should_throttle(&tp("t", 0), None, 0),
+        "quota not exceeded yet"
+    );
+    quotas.follower().record(20 * MB, 0);
+    for (partition, lag, throttled) in [
+        (0, None, true),
+        (0, Some(5), true),
+        (0, Some(0), false),
+        (1, None, false),
+    ] {
+        assert_eq!(
+            quotas.follower_should_throttle(&tp("t", partition), lag, 0),
+            throttled,
+            "partition {partition}, lag {lag:?}"
+        );
+    }
+    assert!(
+        !quotas.leader().is_throttled(&tp("t", 0)),
+        "the leader list is another config"
+    );
+}

@@ -388,3 +388,72 @@ fn only_a_caught_up_consumer_read_is_answered_without_the_io_executor() {
         Some(Some(ReplicaError::NotLeaderOrFollower))
     );
 }
+
+/// Kafka's `shouldLeaderThrottle` through `fetch_messages`: with the leader quota exceeded, a
+/// throttled partition's follower outside the ISR gets no records (and no error); an ISR
+/// member still gets them; what followers are sent for throttled partitions is recorded.
+#[tokio::test]
+async fn a_throttled_leader_sends_nothing_to_an_out_of_sync_follower_once_over_quota() {
+    use super::fetch::{FetchParams, FetchPartition};
+    use super::replication_quota::{QuotaConfig, LEADER_THROTTLED_REPLICAS};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = ReplicaConfig {
+        quota: QuotaConfig {
+            leader_rate: Some(1_000),
+            ..QuotaConfig::default()
+        },
+        ..ReplicaConfig::default()
+    };
+    let rm = ReplicaManager::new(BrokerId(1), manager(dir.path(), false), config);
+    let epochs = ControllerRequestEpochs {
+        controller_epoch: 1,
+        broker_epoch: -1,
+    };
+    let lai = LeaderAndIsrPartition {
+        tp: tp(),
+        topic_id: uuid::Uuid::nil(),
+        state: state(1, 1, &[1, 2]),
+    };
+    rm.become_leader_or_follower(epochs, vec![lai], Vec::new(), 0)
+        .expect("lai");
+    let p = rm.partition(&tp()).expect("hosted");
+    p.append_as_leader(&record(), 1, 1, 0).expect("append");
+    rm.quotas().update_topic(
+        "t",
+        &BTreeMap::from([(LEADER_THROTTLED_REPLICAS.to_string(), "0:1".to_string())]),
+    );
+    let fetch = |replica: i32| {
+        let params = FetchParams {
+            replica: Some(BrokerId(replica)),
+            replica_isr_eligible: false,
+            max_wait_ms: 0,
+            min_bytes: 0,
+            max_bytes: 1 << 20,
+            isolation_level: 0,
+        };
+        let wanted = FetchPartition {
+            tp: tp(),
+            fetch_offset: 0,
+            max_bytes: 1 << 20,
+            current_leader_epoch: 1,
+            last_fetched_epoch: -1,
+            log_start_offset: 0,
+        };
+        let rm = &rm;
+        async move { rm.fetch_messages(params, vec![wanted]).await.remove(0) }
+    };
+    let now = crate::clock::now_ms();
+    let under = fetch(3).await;
+    assert!(!under.records.is_empty(), "under the quota: {under:?}");
+    assert!(
+        rm.quotas().leader().byte_rate(now) > 0.0,
+        "the bytes sent were recorded"
+    );
+    rm.quotas().leader().record(1_000_000, now);
+    let over = fetch(3).await;
+    assert_eq!((over.error.clone(), over.records.len()), (None, 0), "{over:?}");
+    assert_eq!(over.high_watermark, 0, "ISR member 2 has not fetched: the HW stays");
+    assert!(!fetch(2).await.records.is_empty(), "an ISR member is never throttled");
+    rm.quotas().update_topic("t", &BTreeMap::new());
+    assert!(!fetch(3).await.records.is_empty(), "no longer throttled");
+}
