@@ -542,6 +542,101 @@ mod tests {
             .is_empty());
     }
 
+    /// Kafka's `BrokerConfigHandler` / `TopicConfigHandler` for KIP-73: the throttle rates
+    /// reach the ReplicaManager's quotas (this broker's value over `<default>`, unset:
+    /// unlimited) and a hosted topic's lists its throttled partitions.
+    #[tokio::test]
+    async fn throttle_rates_and_lists_are_applied_to_the_replication_quotas() {
+        use crate::log::failure::LogDirFailureChannel;
+        use crate::log::file::Faults;
+        use crate::log::log_manager::LogManagerConfig;
+        use crate::replica::ReplicaConfig;
+        use crate::types::TopicPartition;
+        use crate::zk::fake::FakeZk;
+        let dir = tempfile::tempdir().expect("dir");
+        let cfg = LogManagerConfig {
+            dirs: vec![dir.path().to_path_buf()],
+            clean_dirs: Vec::new(),
+            log: LogConfig::default(),
+            recovery_threads_per_dir: 1,
+        };
+        let manager = Arc::new(LogManager::startup(
+            &cfg,
+            LogDirFailureChannel::new(),
+            Faults::default(),
+            0,
+        ));
+        let tp = TopicPartition {
+            topic: "hosted".into(),
+            partition: 0,
+        };
+        manager.get_or_create_log(&tp, 0).expect("log");
+        let rm = Arc::new(ReplicaManager::new(
+            BrokerId(1),
+            manager.clone(),
+            ReplicaConfig::default(),
+        ));
+        let zk = KafkaZkClient::new(FakeZk::new());
+        zk.ensure_persistent_paths().await.expect("paths");
+        let targets = Targets {
+            id: BrokerId(1),
+            static_config: Arc::new(KafkaConfig::from_pairs(&[("zookeeper.connect", "zk:2181")]).expect("config")),
+            log_manager: manager,
+            connection_quotas: ConnectionQuotas::new(100, 100),
+            replica_manager: Some(rm.clone()),
+            log_cleaner: None,
+            credentials: None,
+            tls: None,
+        };
+        let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        // Creates or overwrites `/config/<kind>/<name>` and announces it, as AlterConfigs does.
+        let change = |kind: &'static str, name: &'static str, config: BTreeMap<String, String>| {
+            let zk = &zk;
+            async move {
+                let at = zk
+                    .store()
+                    .exists(&paths::config_entity(kind, name))
+                    .await
+                    .expect("exists");
+                zk.change_entity_config(kind, name, &config, at.map(|s| s.version))
+                    .await
+                    .expect("change");
+            }
+        };
+        let bounds = || (rm.quotas().leader().bound(), rm.quotas().follower().bound());
+        assert_eq!(bounds(), (None, None), "unlimited by default");
+        let default = set(&[
+            ("leader.replication.throttled.rate", "100"),
+            ("follower.replication.throttled.rate", "100"),
+        ]);
+        change("brokers", DEFAULT_ENTITY, default).await;
+        let mine = set(&[("follower.replication.throttled.rate", "200")]);
+        change("brokers", "1", mine).await;
+        let other = set(&[("leader.replication.throttled.rate", "7")]);
+        change("brokers", "2", other).await;
+        let lists = set(&[
+            ("leader.replication.throttled.replicas", "0:1"),
+            ("follower.replication.throttled.replicas", "0:2"),
+        ]);
+        change("topics", "hosted", lists).await;
+        let last = process(&zk, &targets, None, 0).await.expect("processed");
+        assert_eq!(bounds(), (Some(100), Some(200)));
+        assert!(rm.quotas().leader().is_throttled(&tp));
+        assert!(
+            !rm.quotas().follower().is_throttled(&tp),
+            "the follower list names broker 2"
+        );
+        // What --verify does: the rates and lists deleted.
+        change("brokers", "1", BTreeMap::new()).await;
+        change("brokers", DEFAULT_ENTITY, BTreeMap::new()).await;
+        change("topics", "hosted", BTreeMap::new()).await;
+        process(&zk, &targets, last, 0).await.expect("processed");
+        assert_eq!(bounds(), (None, None));
+        assert!(!rm.quotas().leader().is_throttled(&tp));
+    }
+
     #[test]
     fn a_broker_value_overrides_the_default_which_overrides_the_static_config() {
         let static_config = KafkaConfig::from_pairs(&[
