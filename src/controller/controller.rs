@@ -143,8 +143,8 @@ impl<S: ControllerStore> Controller<S> {
                 Ok(())
             }
             Event::ReassignPartitionsZNode => self.run_core(core::Event::ReassignPartitionsZNode).await,
-            Event::ReassignmentIsrChange { partition } => {
-                self.run_core(core::Event::ReassignmentIsrChange(vec![partition])).await
+            Event::ReassignmentIsrChange { partitions } => {
+                self.run_core(core::Event::ReassignmentIsrChange(partitions)).await
             }
             Event::ReplicasDeleted {
                 controller_epoch,

@@ -86,8 +86,9 @@ pub(super) enum Event {
     ReassignPartitionsZNode,
     /// The state znode of a partition being reassigned changed (Kafka's
     /// PartitionReassignmentIsrChangeHandler): its new replicas may have joined the ISR.
+    /// (Consecutive ones are merged when dequeued.)
     ReassignmentIsrChange {
-        partition: (String, i32),
+        partitions: Vec<(String, i32)>,
     },
     /// A broker answered KAFKA_STORAGE_ERROR for these replicas.
     OfflineReplicas {
@@ -137,12 +138,14 @@ pub(super) struct EventQueue {
 #[derive(Debug)]
 pub(super) struct EventReceiver {
     rx: mpsc::UnboundedReceiver<Queued>,
+    /// The event after a run of ISR changes that [`EventReceiver::next`] merged.
+    stashed: Option<Event>,
 }
 
 /// A new, empty queue.
 pub(super) fn queue() -> (EventQueue, EventReceiver) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (EventQueue { tx }, EventReceiver { rx })
+    (EventQueue { tx }, EventReceiver { rx, stashed: None })
 }
 
 impl EventQueue {
@@ -162,11 +165,40 @@ impl EventQueue {
 
 impl EventReceiver {
     /// The next event, `None` when every producer is gone.
+    ///
+    /// ISR changes of partitions being reassigned queued one after another are merged into one
+    /// event (moving many partitions at once completes them in a few batches rather than one
+    /// ZooKeeper round of reads and writes each); the order of events is kept.
     pub(super) async fn next(&mut self) -> Option<Event> {
-        let queued = self.rx.recv().await?;
-        stats::event_dequeued(Some(queued.enqueued.elapsed()));
-        Some(queued.event)
+        let event = match self.stashed.take() {
+            Some(e) => e,
+            None => dequeued(self.rx.recv().await?),
+        };
+        let Event::ReassignmentIsrChange { mut partitions } = event else {
+            return Some(event);
+        };
+        while let Ok(queued) = self.rx.try_recv() {
+            match dequeued(queued) {
+                Event::ReassignmentIsrChange { partitions: more } => {
+                    for p in more {
+                        if !partitions.contains(&p) {
+                            partitions.push(p);
+                        }
+                    }
+                }
+                other => {
+                    self.stashed = Some(other);
+                    break;
+                }
+            }
+        }
+        Some(Event::ReassignmentIsrChange { partitions })
     }
+}
+
+fn dequeued(queued: Queued) -> Event {
+    stats::event_dequeued(Some(queued.enqueued.elapsed()));
+    queued.event
 }
 
 /// Which watch events enqueue the watch's controller event.
@@ -279,6 +311,27 @@ impl Drop for ZNodeWatches {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of queued ISR changes of moving partitions comes out as one event; whatever
+    /// follows the run keeps its place.
+    #[tokio::test]
+    async fn consecutive_reassignment_isr_changes_are_merged_in_order() {
+        let (q, mut rx) = queue();
+        let change = |p: i32| Event::ReassignmentIsrChange {
+            partitions: vec![("t".to_string(), p)],
+        };
+        for e in [change(0), change(1), change(0), Event::BrokerChange, change(2)] {
+            assert!(q.put(e));
+        }
+        let names = |e: Option<Event>| match e {
+            Some(Event::ReassignmentIsrChange { partitions }) => partitions.into_iter().map(|(_, p)| p).collect(),
+            Some(Event::BrokerChange) => vec![-1],
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(names(rx.next().await), vec![0, 1]);
+        assert_eq!(names(rx.next().await), vec![-1]);
+        assert_eq!(names(rx.next().await), vec![2]);
+    }
 
     fn p() -> String {
         "/p".to_string()

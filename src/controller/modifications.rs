@@ -68,7 +68,7 @@ impl<S: ControllerStore> Controller<S> {
             .iter()
             .map(|(t, p)| {
                 let event = Event::ReassignmentIsrChange {
-                    partition: (t.clone(), *p),
+                    partitions: vec![(t.clone(), *p)],
                 };
                 (paths::partition_state(t, *p), event)
             })

@@ -18,9 +18,17 @@ const PARENT: &str = paths::ISR_CHANGE_NOTIFICATION;
 #[derive(Debug)]
 pub enum Waiting {
     Names,
-    Payloads { names: Vec<String> },
-    States { names: Vec<String> },
-    Deleting,
+    Payloads {
+        names: Vec<String>,
+    },
+    States {
+        names: Vec<String>,
+    },
+    /// For the notifications' deletion; then the reassignments among the refreshed partitions
+    /// are checked, all at once (their state-znode watches would take them one by one).
+    Deleting {
+        reassigning: Vec<Key>,
+    },
 }
 
 /// The partitions named by ISR change notifications `(name, payload)`, deduplicated, and the
@@ -65,11 +73,18 @@ pub fn resume(ctx: &mut ControllerContext, waiting: Waiting, input: Input, fx: &
             ctx.leaderships.extend(states);
             tracing::info!(partitions = refreshed.len(), "ISR changes announced");
             fx.send.extend(announce::update_metadata(ctx, &refreshed));
-            delete(ctx, names, fx);
+            let reassigning = refreshed
+                .into_iter()
+                .filter(|(t, p)| ctx.reassigning(t, *p).is_some())
+                .collect();
+            delete_then(ctx, names, reassigning, fx);
         }
         // The refresh failed: the notifications read are deleted all the same.
         (Waiting::Payloads { names } | Waiting::States { names }, Input::Failed) => delete(ctx, names, fx),
-        (Waiting::Deleting, Input::Wrote(WriteResult::NotificationsDeleted)) | (_, Input::Failed) => {}
+        (Waiting::Deleting { reassigning }, Input::Wrote(WriteResult::NotificationsDeleted)) => {
+            super::reassignment::isr_changed(ctx, reassigning, fx)
+        }
+        (_, Input::Failed) => {}
         (_, input) => tracing::warn!(?input, "controller core: unexpected input during an ISR change"),
     }
 }
@@ -89,6 +104,10 @@ fn named_known(ctx: &ControllerContext, payloads: &[(String, Vec<u8>)]) -> Vec<K
 }
 
 fn delete(ctx: &mut ControllerContext, names: Vec<String>, fx: &mut Effects) {
-    ctx.pending = Pending::Isr(Waiting::Deleting);
+    delete_then(ctx, names, Vec::new(), fx)
+}
+
+fn delete_then(ctx: &mut ControllerContext, names: Vec<String>, reassigning: Vec<Key>, fx: &mut Effects) {
+    ctx.pending = Pending::Isr(Waiting::Deleting { reassigning });
     fx.zk = Some(ZkOp::Write(Write::DeleteNotifications { parent: PARENT, names }));
 }

@@ -461,3 +461,30 @@ fn a_failed_step_of_the_failover_still_resumes_deletions() {
     let fx = step(&mut ctx, Input::Failed, std::time::Instant::now());
     assert_eq!(fx.zk, Some(ZkOp::Read(Read::TopicsToDelete)));
 }
+
+#[test]
+fn an_isr_change_notification_naming_a_moving_partition_checks_it_too() {
+    let mut ctx = four_brokers();
+    bumped_move(&mut ctx);
+    let _ = event(&mut ctx, Event::IsrChangeNotification);
+    let names = vec!["isr_change_0000000001".to_string()];
+    let _ = read(&mut ctx, ReadResult::NotificationNames(names.clone()));
+    let payload = br#"{"version":1,"partitions":[{"topic":"t","partition":0}]}"#.to_vec();
+    let _ = read(
+        &mut ctx,
+        ReadResult::NotificationPayloads(vec![(names[0].clone(), payload)]),
+    );
+    let joined = leadership(1, &[1, 2, 3, 4], 4, 8);
+    let _ = read(
+        &mut ctx,
+        ReadResult::Leaderships(BTreeMap::from([(key("t", 0), joined.clone())])),
+    );
+    let fx = wrote(&mut ctx, WriteResult::NotificationsDeleted);
+    assert_eq!(fx.zk, Some(ZkOp::Read(Read::Leaderships(vec![key("t", 0)]))));
+    let fx = read(
+        &mut ctx,
+        ReadResult::Leaderships(BTreeMap::from([(key("t", 0), joined)])),
+    );
+    let (_, updates) = partition_write(&fx);
+    assert_eq!(updates[0].1.isr, ids(&[2, 3, 4]), "completed");
+}
