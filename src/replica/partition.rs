@@ -219,6 +219,33 @@ impl Partition {
     /// members counting as caught up now.
     pub fn apply(&self, state: PartitionState, min_isr: i32, now_ms: i64) -> Result<(), LogError> {
         let mut inner = self.inner();
+        self.apply_locked(&mut inner, state, min_isr, now_ms)
+    }
+
+    /// Applies what `next` makes of the current state, deciding and applying under one lock so
+    /// that nothing (a LeaderAndIsr) is applied in between and then overwritten; `Ok(None)`
+    /// when `next` declines.
+    pub fn apply_with(
+        &self,
+        next: impl FnOnce(&PartitionState) -> Option<PartitionState>,
+        min_isr: i32,
+        now_ms: i64,
+    ) -> Result<Option<PartitionState>, LogError> {
+        let mut inner = self.inner();
+        let Some(state) = next(&inner.state) else {
+            return Ok(None);
+        };
+        self.apply_locked(&mut inner, state.clone(), min_isr, now_ms)?;
+        Ok(Some(state))
+    }
+
+    fn apply_locked(
+        &self,
+        inner: &mut Inner,
+        state: PartitionState,
+        min_isr: i32,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
         let becomes_leader = state.leader == self.local;
         inner.leader_since_epoch = match (becomes_leader, inner.leader_since_epoch) {
             (false, _) => -1,
@@ -242,7 +269,7 @@ impl Partition {
                 .map(|r| (*r, FollowerState::new(inner.state.isr.contains(r), now_ms)))
                 .collect();
             inner.followers = followers;
-            maybe_increment_hw(&mut inner, self.local, min_isr);
+            maybe_increment_hw(inner, self.local, min_isr);
         }
         Ok(())
     }

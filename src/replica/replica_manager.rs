@@ -368,24 +368,28 @@ impl ReplicaManager {
                 // a reassignment's epoch bump first, with the replicas known then, and this
                 // request carries the new ones (the leader must learn them to let the new
                 // replicas into the ISR). Only the replica set is taken from it then.
-                let current = existing.state();
-                let new_set = p.state.replicas != current.replicas
-                    || p.state.adding != current.adding
-                    || p.state.removing != current.removing;
-                let state = if p.state.leader_epoch == current.leader_epoch && new_set {
-                    tracing::info!(partition = %p.tp, replicas = ?p.state.replicas, "taking the new replica set of the current leader epoch");
-                    PartitionState {
-                        replicas: p.state.replicas.clone(),
-                        adding: p.state.adding.clone(),
-                        removing: p.state.removing.clone(),
-                        ..current
+                // Decided and applied under the partition's lock, as the state-znode watch's.
+                let next = |current: &PartitionState| {
+                    let new_set = p.state.replicas != current.replicas
+                        || p.state.adding != current.adding
+                        || p.state.removing != current.removing;
+                    if p.state.leader_epoch == current.leader_epoch && new_set {
+                        tracing::info!(partition = %p.tp, replicas = ?p.state.replicas, "taking the new replica set of the current leader epoch");
+                        Some(PartitionState {
+                            replicas: p.state.replicas.clone(),
+                            adding: p.state.adding.clone(),
+                            removing: p.state.removing.clone(),
+                            ..current.clone()
+                        })
+                    } else if p.state.leader_epoch <= current.leader_epoch {
+                        None
+                    } else {
+                        Some(p.state.clone())
                     }
-                } else if p.state.leader_epoch <= current.leader_epoch {
-                    return Err(ReplicaError::StaleControllerEpoch);
-                } else {
-                    p.state.clone()
                 };
-                existing.apply(state, min_isr, now_ms)?;
+                if existing.apply_with(next, min_isr, now_ms)?.is_none() {
+                    return Err(ReplicaError::StaleControllerEpoch);
+                }
                 existing
             }
             None => {
@@ -440,30 +444,38 @@ impl ReplicaManager {
         let Some(existing) = self.partition(tp) else {
             return false;
         };
-        let current = existing.state();
-        if stored.leader_epoch <= current.leader_epoch || self.is_offline(&existing) {
+        if self.is_offline(&existing) {
             return false;
         }
+        // Decided and applied under the partition's lock: a LeaderAndIsr of the same epoch with
+        // a new replica set (a reassignment's) applied meanwhile must not be overwritten with the
+        // replicas known before it.
+        let newer = |current: &PartitionState| {
+            (stored.leader_epoch > current.leader_epoch).then(|| PartitionState {
+                controller_epoch: stored.controller_epoch,
+                leader: stored.leader,
+                leader_epoch: stored.leader_epoch,
+                isr: stored.isr.clone(),
+                partition_epoch: stored.zk_version,
+                replicas: current.replicas.clone(),
+                adding: current.adding.clone(),
+                removing: current.removing.clone(),
+            })
+        };
+        let state = match existing.apply_with(newer, self.min_insync_replicas(tp), now_ms) {
+            Ok(Some(state)) => state,
+            Ok(None) => return false,
+            Err(e) => {
+                tracing::error!(partition = %tp, error = %e, "cannot apply the stored state");
+                return false;
+            }
+        };
         tracing::info!(
             partition = %tp,
             leader = %stored.leader,
             leader_epoch = stored.leader_epoch,
-            "applying a newer leader epoch found in ZooKeeper"
+            "applied a newer leader epoch found in ZooKeeper"
         );
-        let state = PartitionState {
-            controller_epoch: stored.controller_epoch,
-            leader: stored.leader,
-            leader_epoch: stored.leader_epoch,
-            isr: stored.isr.clone(),
-            partition_epoch: stored.zk_version,
-            replicas: current.replicas,
-            adding: current.adding,
-            removing: current.removing,
-        };
-        if let Err(e) = existing.apply(state.clone(), self.min_insync_replicas(tp), now_ms) {
-            tracing::error!(partition = %tp, error = %e, "cannot apply the stored state");
-            return false;
-        }
         self.start_or_stop_fetching(&existing, &state);
         self.partition_reset(tp);
         self.leadership_changed();
