@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{self, controller_of, metadata, partition_in};
 use common::faults::{loopback, registered, SAFE};
-use common::reliability::{check, Ack, Read, CONSUMER, PRODUCER};
-use common::replicas::python;
+use common::reliability::{
+    check, live_controllers, zk_violations, Ack, Anomalies, CaseReport, Read, CONSUMER, PRODUCER,
+};
 use common::replicas::spec;
+use common::replicas::{batch_crcs, log_end, python};
 use common::zookeeper::free_port;
 use common::{unique_chroot, wait_until_else, BrokerProcess, BrokerSpec};
 use kastle::zk::store::{CreateMode, ZkStore};
@@ -376,7 +378,9 @@ async fn r15_reassignment_under_load_with_two_bounces_loses_nothing() {
     // so that they happen mid-move; its session is long enough for it to stay registered.
     let specs: Vec<BrokerSpec> = (1..=4)
         .map(|id| {
-            let s = spec(&chroot, id, &SAFE).port(free_port());
+            let s = spec(&chroot, id, &SAFE)
+                .port(free_port())
+                .with("metrics.listener", &format!("127.0.0.1:{}", free_port()));
             if id == 4 {
                 s.session_timeout_ms(30_000)
             } else {
@@ -487,6 +491,7 @@ async fn r15_reassignment_under_load_with_two_bounces_loses_nothing() {
 
     let boot = bootstrap_among(&zk, &all).await;
     let mut total = 0;
+    let mut merged = Anomalies::default();
     for p in 0..PARTITIONS {
         let acked: Vec<Ack> = acks
             .iter()
@@ -506,8 +511,51 @@ async fn r15_reassignment_under_load_with_two_bounces_loses_nothing() {
             "partition {p}: {a:?}"
         );
         total += acked.len();
+        merged.acknowledged += a.acknowledged;
+        merged.lost.extend(a.lost);
+        merged.duplicated.extend(a.duplicated);
+        merged.reordered += a.reordered;
+        merged.inconsistent += a.inconsistent;
+        merged.ack_order += a.ack_order;
+        merged.max_gap = merged.max_gap.max(a.max_gap);
     }
     assert!(total >= 1_500, "{total} acknowledged");
+    // The matrix row: the targets' copies batch for batch (once their log ends agree), one
+    // active controller, every znode within its schema.
+    let targets = [1usize, 2, 3];
+    wait_until_else(
+        Duration::from_secs(60),
+        "the targets' logs to end at the same offset",
+        || async {
+            (0..PARTITIONS).all(|p| {
+                let ends: Vec<i64> = targets.iter().map(|i| log_end(&brokers[*i].log_dir, t, p)).collect();
+                ends.iter().all(|e| *e == ends[0])
+            })
+        },
+        || logs(&brokers),
+    )
+    .await;
+    let divergent: usize = (0..PARTITIONS)
+        .map(|p| {
+            let first = batch_crcs(&brokers[targets[0]].log_dir, t, p);
+            targets[1..]
+                .iter()
+                .filter(|i| batch_crcs(&brokers[**i].log_dir, t, p) != first)
+                .count()
+        })
+        .sum();
+    let report = CaseReport {
+        case: "R15 reassignment under load".into(),
+        faults: "6 partitions 1-3 -> 2-4; SIGTERM 1, 3 mid-move".into(),
+        anomalies: merged,
+        divergent,
+        controllers: live_controllers(&zk, &common::faults::metrics_of(&specs)).await,
+        zk_violations: zk_violations(&zk).await,
+        expect_loss: false,
+        idempotent: true,
+    };
+    report.print();
+    assert!(report.passed(), "{}", report.row());
     let _ = dirs(&brokers);
     zk.close().await;
 }
