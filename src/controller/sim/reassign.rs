@@ -12,10 +12,8 @@ use std::collections::BTreeMap;
 
 use super::super::model::{LeaderAndIsr, TopicInfo};
 use super::world::World;
-use crate::types::{BrokerId, ZkVersion};
-use crate::zk::models::{
-    IsrChangeNotification, PartitionReassignment, ReassignPartitions, TopicPartitionRef, ZNodePayload,
-};
+use crate::types::BrokerId;
+use crate::zk::models::{PartitionReassignment, ReassignPartitions, ZNodePayload};
 use crate::zk::paths;
 use crate::zk::store::{CreateMode, ZkStore};
 
@@ -113,28 +111,7 @@ impl World {
             return false;
         }
         l.isr.extend(outside);
-        let written = self
-            .admin
-            .set_data(&path, &l.to_znode(l.controller_epoch), Some(ZkVersion(l.zk_version)))
-            .await
-            .is_ok();
-        if written {
-            let note = IsrChangeNotification {
-                version: 1,
-                partitions: vec![TopicPartitionRef {
-                    topic: t.to_string(),
-                    partition: p,
-                }],
-            };
-            let _ = self
-                .admin
-                .create(
-                    &paths::isr_change_sequential(),
-                    &note.encode(),
-                    CreateMode::PersistentSequential,
-                )
-                .await;
-        }
+        let written = self.write_isr(t, p, &l).await;
         self.log(format!("followers of {t}-{p} caught up: ISR {:?} ok={written}", l.isr));
         written
     }

@@ -325,11 +325,11 @@ impl World {
     }
 
     pub async fn topics(&self) -> BTreeMap<String, BTreeMap<i32, Vec<BrokerId>>> {
-        let names = super::super::zk_ops::topic_names(&self.admin).await.unwrap_or_default();
-        super::super::zk_ops::topic_infos(&self.admin, &names)
+        self.topic_infos()
             .await
-            .map(|m| m.into_iter().map(|(t, i)| (t, i.assignment)).collect())
-            .unwrap_or_default()
+            .into_iter()
+            .map(|(t, i)| (t, i.assignment))
+            .collect()
     }
 
     fn replicas(&mut self) -> Vec<BrokerId> {
@@ -546,6 +546,19 @@ impl World {
         } else {
             return;
         }
+        let written = self.write_isr(&t, p, &l).await;
+        self.log(format!(
+            "leader {leader} sets ISR of {t}-{p} to {:?} ok={written}",
+            l.isr
+        ));
+    }
+}
+
+impl World {
+    /// A leader's ISR write, conditional on the state znode's version it read (Kafka's ZK-mode
+    /// AlterIsr), announced under `/isr_change_notification` once written.
+    pub async fn write_isr(&self, t: &str, p: i32, l: &LeaderAndIsr) -> bool {
+        let path = paths::partition_state(t, p);
         let written = self
             .admin
             .set_data(&path, &l.to_znode(l.controller_epoch), Some(ZkVersion(l.zk_version)))
@@ -555,7 +568,7 @@ impl World {
             let note = IsrChangeNotification {
                 version: 1,
                 partitions: vec![TopicPartitionRef {
-                    topic: t.clone(),
+                    topic: t.to_string(),
                     partition: p,
                 }],
             };
@@ -568,10 +581,7 @@ impl World {
                 )
                 .await;
         }
-        self.log(format!(
-            "leader {leader} sets ISR of {t}-{p} to {:?} ok={written}",
-            l.isr
-        ));
+        written
     }
 }
 
