@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use super::tests::{brokers, context, event, idle, ids, key, leadership, partition_write, read, sent, wrote};
+use super::tests::{
+    brokers, context, event, idle, ids, key, leadership, partition_write, read, sent, stop_replicas, wrote,
+};
 use super::*;
-use crate::controller::channel::ControlRequest;
 use crate::controller::error::ControllerError;
 use crate::controller::model::Reassigning;
 use crate::zk::models::{PartitionReassignment, ReassignPartitions, ZNodePayload};
@@ -38,23 +39,6 @@ fn reassigning(adding: &[i32], removing: &[i32]) -> Reassigning {
         adding: ids(adding),
         removing: ids(removing),
     }
-}
-
-/// The brokers sent StopReplica(delete) for `t-0`.
-fn deleted_on(fx: &Effects) -> Vec<i32> {
-    fx.send
-        .iter()
-        .filter_map(|(b, r)| match r {
-            ControlRequest::StopReplica(r)
-                if r.topic_states
-                    .iter()
-                    .any(|t| t.partition_states.iter().any(|p| p.delete_partition)) =>
-            {
-                Some(b.0)
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// Starts moving `t-0` from [1, 2, 3] to [2, 3, 4] and writes it: returns the effects of the
@@ -136,7 +120,7 @@ fn a_started_move_bumps_the_leader_epoch_and_tells_every_replica() {
         .collect();
     assert_eq!(lai, vec![1, 2, 3, 4], "the new replica starts fetching");
     assert!(
-        deleted_on(&fx).is_empty(),
+        stop_replicas(&fx).is_empty(),
         "nothing is removed before the targets are in sync"
     );
     assert_eq!(ctx.leaderships[&key("t", 0)].zk_version, 7);
@@ -170,7 +154,11 @@ fn an_isr_change_that_brings_every_target_in_sync_completes_the_move() {
     );
 
     let fx = wrote(&mut ctx, WriteResult::PartitionStates { versions: vec![9] });
-    assert_eq!(deleted_on(&fx), vec![1], "the removed replica is stopped and deleted");
+    assert_eq!(
+        stop_replicas(&fx),
+        vec![1],
+        "the removed replica is stopped and deleted"
+    );
     let w = assignments(&fx);
     assert_eq!(w[0].assignment[&0], ids(&[2, 3, 4]));
     assert!(w[0].reassigning.is_empty());
@@ -216,7 +204,7 @@ fn cancelling_reverts_to_the_original_replicas_and_deletes_the_partial_copy() {
         (5, ids(&[1, 2, 3]))
     );
     let fx = wrote(&mut ctx, WriteResult::PartitionStates { versions: vec![8] });
-    assert_eq!(deleted_on(&fx), vec![4]);
+    assert_eq!(stop_replicas(&fx), vec![4]);
     let lai: Vec<i32> = sent(&fx)
         .into_iter()
         .filter(|(_, k)| *k == "LeaderAndIsr")
@@ -377,13 +365,13 @@ fn a_removed_replica_on_a_dead_broker_is_deleted_when_it_returns() {
     let (_, updates) = partition_write(&fx);
     assert_eq!(updates[0].1.leader, Some(BrokerId(2)));
     let fx = wrote(&mut ctx, WriteResult::PartitionStates { versions: vec![9] });
-    assert!(deleted_on(&fx).is_empty(), "broker 1 is down");
+    assert!(stop_replicas(&fx).is_empty(), "broker 1 is down");
     assert!(ctx.stray_replicas.contains(&(key("t", 0), BrokerId(1))));
 
     ctx.live_brokers = brokers(&[(1, 11), (2, 20), (3, 30), (4, 40)]);
     let mut fx = Effects::default();
     super::reassignment::stop_strays(&mut ctx, &[BrokerId(1)], &mut fx);
-    assert_eq!(deleted_on(&fx), vec![1]);
+    assert_eq!(stop_replicas(&fx), vec![1]);
     assert!(ctx.stray_replicas.is_empty());
 }
 
@@ -438,7 +426,7 @@ fn a_topic_being_reassigned_is_not_deleted_until_the_move_ends() {
     let _ = event(&mut ctx, Event::TopicDeletion { start: true });
     let fx = read(&mut ctx, ReadResult::TopicsToDelete(vec!["t".into()]));
     assert!(
-        deleted_on(&fx).is_empty(),
+        stop_replicas(&fx).is_empty(),
         "deletion waits for the reassignment: {fx:?}"
     );
     assert!(idle(&ctx), "{:?}", ctx.pending);

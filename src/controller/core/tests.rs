@@ -91,6 +91,23 @@ pub(super) fn sent(fx: &Effects) -> Vec<(i32, &'static str)> {
         .collect()
 }
 
+/// The brokers a step sends StopReplica(delete) to.
+pub(super) fn stop_replicas(fx: &Effects) -> Vec<i32> {
+    fx.send
+        .iter()
+        .filter_map(|(b, r)| match r {
+            ControlRequest::StopReplica(r)
+                if r.topic_states
+                    .iter()
+                    .all(|t| t.partition_states.iter().all(|p| p.delete_partition)) =>
+            {
+                Some(b.0)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 pub(super) fn idle(ctx: &ControllerContext) -> bool {
     matches!(ctx.pending, Pending::Idle)
 }

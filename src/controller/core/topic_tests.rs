@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::tests::{brokers, context, event, idle, ids, key, leadership, partition_write, read, sent, wrote};
+use super::tests::{
+    brokers, context, event, idle, ids, key, leadership, partition_write, read, sent, stop_replicas, wrote,
+};
 use super::*;
 use crate::controller::channel::ControlRequest;
 use crate::controller::partition_state::PartitionState;
@@ -25,23 +27,6 @@ fn replica_states(ctx: &ControllerContext, k: &Key) -> Vec<ReplicaState> {
     ctx.replicas(&k.0, k.1)
         .into_iter()
         .map(|b| ctx.replica_state(&replica(k, b)))
-        .collect()
-}
-
-/// The brokers a step sends StopReplica(delete) to.
-fn stop_replicas(fx: &Effects) -> Vec<i32> {
-    fx.send
-        .iter()
-        .filter_map(|(b, r)| match r {
-            ControlRequest::StopReplica(r)
-                if r.topic_states
-                    .iter()
-                    .all(|t| t.partition_states.iter().all(|p| p.delete_partition)) =>
-            {
-                Some(b.0)
-            }
-            _ => None,
-        })
         .collect()
 }
 
