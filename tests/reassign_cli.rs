@@ -9,9 +9,9 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
+use common::reassign::{kastle, ok, reassign};
 use common::{bootstrap_of, cluster, unique_chroot, wait_until_else, zookeeper, BrokerProcess};
 use kafka_protocol::messages::alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
@@ -25,32 +25,6 @@ use kastle::zk::store::ZkStore;
 use kastle::zk::ZkSession;
 
 use common::wire::Wire;
-
-/// Runs `kastle <args>`: (exit code, stdout, stderr).
-fn kastle(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kastle"))
-        .args(args)
-        .env("KASTLE_LOG", "warn")
-        .output()
-        .expect("run kastle");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn reassign(bootstrap: &str, args: &[&str]) -> (i32, String, String) {
-    let mut all = vec!["reassign-partitions", "--bootstrap-server", bootstrap];
-    all.extend_from_slice(args);
-    kastle(&all)
-}
-
-fn ok(bootstrap: &str, args: &[&str]) -> String {
-    let (code, out, err) = reassign(bootstrap, args);
-    assert_eq!(code, 0, "reassign-partitions {args:?}: {out}{err}");
-    out
-}
 
 fn topic_name(t: &str) -> TopicName {
     TopicName(StrBytes::from_string(t.to_owned()))

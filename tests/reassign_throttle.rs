@@ -10,10 +10,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::cluster::{self, sample, scrape};
+use common::reassign::ok;
 use common::{bootstrap_of, unique_chroot, wait_until_else, zookeeper, BrokerProcess};
 use kastle::admin::perf_produce::{self, PerfProduceOptions};
 use kastle::zk::store::ZkStore;
@@ -22,20 +22,6 @@ use kastle::zk::ZkSession;
 const RATE: u64 = 5_000_000;
 const RECORDS: u64 = 60_000;
 const RECORD_SIZE: usize = 1_000;
-
-/// Runs `kastle reassign-partitions --bootstrap-server <b> <args>`, which must succeed: its stdout.
-fn reassign(bootstrap: &str, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_kastle"))
-        .args(["reassign-partitions", "--bootstrap-server", bootstrap])
-        .args(args)
-        .env("KASTLE_LOG", "warn")
-        .output()
-        .expect("run kastle");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {stdout}{stderr}");
-    stdout
-}
 
 fn logs(brokers: &[BrokerProcess]) -> String {
     brokers
@@ -81,10 +67,10 @@ fn move_to_both(bootstrap: &str, plan_file: &str, extra: &[&str]) -> (Duration, 
     let started = Instant::now();
     let mut args = vec!["--execute", "--reassignment-json-file", plan_file];
     args.extend_from_slice(extra);
-    let out = reassign(bootstrap, &args);
+    let out = ok(bootstrap, &args);
     assert!(out.contains("Successfully started partition reassignment"), "{out}");
     loop {
-        let out = reassign(bootstrap, &["--verify", "--reassignment-json-file", plan_file]);
+        let out = ok(bootstrap, &["--verify", "--reassignment-json-file", plan_file]);
         if out.contains("is completed.") {
             return (started.elapsed(), out);
         }

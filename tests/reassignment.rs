@@ -9,11 +9,12 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster::{self, controller_of, metadata, partition_in};
 use common::faults::{loopback, registered, SAFE};
+use common::reassign::{kastle, ok, reassign};
 use common::reliability::{
     check, live_controllers, zk_violations, Ack, Anomalies, CaseReport, Read, CONSUMER, PRODUCER,
 };
@@ -26,32 +27,6 @@ use kastle::zk::ZkSession;
 
 /// One case at a time: each runs four brokers (and a producer) on two cores.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Runs `kastle <args>`: (exit code, stdout, stderr).
-fn kastle(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kastle"))
-        .args(args)
-        .env("KASTLE_LOG", "warn")
-        .output()
-        .expect("run kastle");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn reassign(bootstrap: &str, args: &[&str]) -> (i32, String, String) {
-    let mut all = vec!["reassign-partitions", "--bootstrap-server", bootstrap];
-    all.extend_from_slice(args);
-    kastle(&all)
-}
-
-fn ok(bootstrap: &str, args: &[&str]) -> String {
-    let (code, out, err) = reassign(bootstrap, args);
-    assert_eq!(code, 0, "reassign-partitions {args:?}: {out}{err}");
-    out
-}
 
 fn logs(brokers: &[BrokerProcess]) -> String {
     brokers

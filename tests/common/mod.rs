@@ -20,6 +20,7 @@ pub mod metadata_probe;
 pub mod netns;
 pub mod pki;
 pub mod process;
+pub mod reassign;
 pub mod reliability;
 pub mod replicas;
 pub mod sasl;
